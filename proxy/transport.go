@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -11,6 +12,9 @@ import (
 type TransportOptions struct {
 	Dial           time.Duration // connect timeout
 	UpstreamHeader time.Duration // time to response headers; past it, 504
+	// Control, when set, vets each address after DNS resolution, before
+	// the connection is made.
+	Control func(network, address string, c syscall.RawConn) error
 }
 
 // NewTransport returns the tuned *http.Transport that every outbound hop of a
@@ -19,7 +23,7 @@ type TransportOptions struct {
 // through as the agent sent them), and no proxy from the environment (Baton
 // is the proxy).
 func NewTransport(o TransportOptions) *http.Transport {
-	d := &net.Dialer{Timeout: o.Dial, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: o.Dial, KeepAlive: 30 * time.Second, Control: o.Control}
 	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            d.DialContext,

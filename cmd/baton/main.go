@@ -1,0 +1,106 @@
+// Command baton is the Baton sidecar: it runs beside an agent and carries
+// its handoffs to other agents' Batons with trace context, identity, hop
+// count and idempotency keys. main only wires signals to run, which does the
+// work and is tested directly.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if os.Getenv("GOGC") == "" {
+		// Fewer, larger collections: a proxy's heap is mostly short-lived
+		// buffers, and its memory is bounded by its limits, not by GC.
+		debug.SetGCPercent(400)
+	}
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
+		var ue usageError
+		if !errors.As(err, &ue) || ue.msg != "" {
+			fmt.Fprintln(os.Stderr, "baton:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// usageError is a command-line mistake: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+const usage = `baton: a sidecar proxy that makes handoffs between AI agents reliable.
+
+Usage:
+  baton serve --config FILE      run the sidecar: egress, ingress and admin listeners
+  baton validate --config FILE   check a configuration file; exit 0 when good, 1 with
+                                 one line per problem (path: expected, got value)
+  baton demo                     run two demo agents with their Batons on loopback,
+                                 hand off from one to the other and show what crossed
+  baton version                  print the version
+  baton help                     this text
+
+serve
+  Loads FILE (YAML, strict: unknown keys are errors), applies BATON_AGENT,
+  BATON_UPSTREAM, BATON_LOG_LEVEL, BATON_SHUTDOWN_GRACE and BATON_REDIS_PASSWORD,
+  validates, and listens on listen.egress (the agent's outbound calls: Host
+  routing or HTTP_PROXY), listen.ingress (handoffs from peers' Batons, delivered
+  to upstream) and listen.admin (/healthz, /readyz). With no store.redis the
+  in-memory store is used. SIGTERM or SIGINT stops accepting, lets in-flight
+  requests finish within shutdown_grace, and exits 0. BATON_CONFIG may name
+  FILE instead of --config.
+
+Tracing
+  Spans are exported over OTLP only when the standard variables ask for it:
+  OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (or
+  OTEL_TRACES_EXPORTER=otlp), with OTEL_EXPORTER_OTLP_PROTOCOL (or
+  ..._TRACES_PROTOCOL) grpc or http/protobuf (the default).
+  OTEL_TRACES_EXPORTER=none turns export off. OTEL_SERVICE_NAME,
+  OTEL_RESOURCE_ATTRIBUTES and OTEL_TRACES_SAMPLER are honoured.
+
+Documentation: README.md and docs/ (config.md, problems.md).
+`
+
+// run executes one baton command.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{msg: "no command given"}
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return serve(ctx, rest, stderr, env)
+	case "validate":
+		return validate(rest, stdout, env)
+	case "demo":
+		return demo(ctx, rest, stdout)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "baton", version)
+		return nil
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return usageError{msg: fmt.Sprintf("unknown command %q", cmd)}
+	}
+}

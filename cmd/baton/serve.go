@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"go.opentelemetry.io/otel"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/state"
+)
+
+// configFlag parses the --config flag of a subcommand.
+func configFlag(name string, args []string, env func(string) string) (string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	path := fs.String("config", env("BATON_CONFIG"), "configuration file")
+	if err := fs.Parse(args); err != nil {
+		return "", usageError{msg: fmt.Sprintf("%s: %v", name, err)}
+	}
+	if fs.NArg() > 0 {
+		return "", usageError{msg: fmt.Sprintf("%s: unexpected argument %q", name, fs.Arg(0))}
+	}
+	if *path == "" {
+		return "", usageError{msg: name + ": --config FILE is required"}
+	}
+	return *path, nil
+}
+
+func validate(args []string, stdout io.Writer, env func(string) string) error {
+	path, err := configFlag("validate", args, env)
+	if err != nil {
+		return err
+	}
+	if _, err := config.Load(path, env); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", path)
+	return nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer, env func(string) string) error {
+	path, err := configFlag("serve", args, env)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(path, env)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	tel, err := setupTracing(ctx, env, cfg.Agent)
+	if err != nil {
+		return err
+	}
+	otel.SetTracerProvider(tel.provider)
+	otel.SetTextMapPropagator(tel.propagator)
+
+	store, err := state.Open(cfg.Store)
+	if err != nil {
+		return err
+	}
+	srv, err := proxy.New(proxy.Options{
+		Config: cfg, Store: store, Logger: log,
+		TracerProvider: tel.provider, Propagator: tel.propagator,
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "grace", cfg.ShutdownGrace.D().String())
+	case runErr = <-srv.Errors():
+		log.Error("listener failed", "error", runErr.Error())
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace.D())
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("in-flight requests cut at the end of the grace period", "error", err.Error())
+	}
+	if err := tel.shutdown(sctx); err != nil {
+		log.Warn("flushing spans", "error", err.Error())
+	}
+	if err := store.Close(); err != nil {
+		log.Warn("closing store", "error", err.Error())
+	}
+	log.Info("stopped")
+	if runErr != nil {
+		return runErr
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	return nil
+}

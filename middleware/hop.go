@@ -1,0 +1,171 @@
+package middleware
+
+// Identity and hop count. At egress, Identity strips every Baton-* and
+// signature header the agent sent (only a Baton sets them) and sets
+// Baton-Agent to this Baton's agent and Baton-Hop to the inbound handoff's hop
+// in the same trace plus one; past the edge's max_hops it answers 508 before
+// anything leaves. At ingress, HopGuard reads Baton-Agent and Baton-Hop,
+// answers 400 to a malformed value and 508 beyond the inbound edge's
+// max_hops, and remembers the hop under the trace so that the agent's next
+// handoff continues the count. Both sit after Trace (they need the trace id)
+// and, at egress, after destination resolution. A HopBook that cannot reach
+// the store falls back to what this process saw itself (fail-open: the
+// receiver's guard still applies), and the error is logged.
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/batonproxy/baton/problem"
+)
+
+// Headers of the wire contract between Batons.
+const (
+	HeaderAgent          = "Baton-Agent"
+	HeaderHop            = "Baton-Hop"
+	HeaderSignature      = "Signature"
+	HeaderSignatureInput = "Signature-Input"
+)
+
+// HopBook remembers the hop of the inbound handoff of each trace.
+type HopBook interface {
+	// InboundHop returns the hop of the last inbound handoff in the trace,
+	// or 0 when the trace did not arrive through this Baton.
+	InboundHop(ctx context.Context, traceID string) (int, error)
+	// RememberInbound records the hop of an inbound handoff.
+	RememberInbound(ctx context.Context, traceID string, hop int) error
+}
+
+// Identity returns the egress identity and hop middleware.
+func Identity(book HopBook, log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			in := info(r)
+			StripBatonHeaders(r.Header)
+			if !in.Handoff() {
+				next.ServeHTTP(w, r)
+				return
+			}
+			prev, err := book.InboundHop(r.Context(), in.TraceID)
+			if err != nil {
+				log.LogAttrs(r.Context(), slog.LevelWarn, "hop book unavailable; counting from this process",
+					slog.String("trace_id", in.TraceID), slog.String("error", err.Error()))
+			}
+			in.Hop = prev + 1
+			if in.MaxHops > 0 && in.Hop > in.MaxHops {
+				problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" would be hop "+
+					strconv.Itoa(in.Hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
+					With("hop", in.Hop).With("max_hops", in.MaxHops).Write(w)
+				return
+			}
+			r.Header.Set(HeaderAgent, in.Agent)
+			r.Header.Set(HeaderHop, strconv.Itoa(in.Hop))
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// StripBatonHeaders removes every header only a Baton may set.
+func StripBatonHeaders(h http.Header) {
+	for k := range h {
+		if len(k) > 6 && strings.EqualFold(k[:6], "baton-") {
+			delete(h, k)
+		}
+	}
+	h.Del(HeaderSignature)
+	h.Del(HeaderSignatureInput)
+}
+
+// HopGuard returns the ingress hop middleware. maxHops gives the limit of the
+// inbound edge from a sender.
+func HopGuard(maxHops func(from string) int, book HopBook, log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			in := info(r)
+			in.To = in.Agent
+			from, ok := singleHeader(r.Header, HeaderAgent)
+			if !ok || (from != "" && !ValidAgentName(from)) {
+				problem.Write(w, r, problem.BadRequest, "Baton-Agent must be one agent name")
+				return
+			}
+			in.From = from
+			hop, ok := parseHop(r.Header)
+			if !ok {
+				problem.Write(w, r, problem.BadHop, "Baton-Hop must be one integer between 1 and 9999")
+				return
+			}
+			in.Hop = hop
+			in.MaxHops = maxHops(from)
+			if hop > in.MaxHops {
+				problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" arrived at hop "+
+					strconv.Itoa(hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
+					With("hop", hop).With("max_hops", in.MaxHops).Write(w)
+				return
+			}
+			if err := book.RememberInbound(r.Context(), in.TraceID, hop); err != nil {
+				log.LogAttrs(r.Context(), slog.LevelWarn, "hop book unavailable; remembered in this process only",
+					slog.String("trace_id", in.TraceID), slog.String("error", err.Error()))
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// parseHop reads Baton-Hop; absent means 1 (a caller without a Baton).
+func parseHop(h http.Header) (int, bool) {
+	v, ok := singleHeader(h, HeaderHop)
+	if !ok {
+		return 0, false
+	}
+	if v == "" {
+		return 1, true
+	}
+	if len(v) > 4 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// singleHeader returns the one value of a header; ok is false when it is
+// repeated. An absent header is "", true.
+func singleHeader(h http.Header, name string) (string, bool) {
+	vs := h[name]
+	switch len(vs) {
+	case 0:
+		return "", true
+	case 1:
+		return strings.TrimSpace(vs[0]), true
+	}
+	return "", false
+}
+
+// ValidAgentName reports whether s has the shape of an agent name.
+func ValidAgentName(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '.' || c == '_' || c == '-') && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}

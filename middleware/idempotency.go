@@ -1,0 +1,250 @@
+package middleware
+
+// IdempotencyKey gives every non-idempotent handoff an Idempotency-Key at
+// egress. A key the agent sent is kept when it is a valid RFC 8941 string
+// (quoted or not, 1 to 255 characters) and refused with 400 otherwise. Absent
+// one, Baton derives it deterministically, so that the agent retrying the same
+// handoff in the same trace gets the same key: from the A2A message id of a
+// SendMessage / SendStreamingMessage (or v0.3 message/send, message/stream)
+// request, else from (trace id, from, to, method, target, body digest).
+// Deriving reads the body (already capped by Limit) and hands the proxy a
+// replayable copy. Idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT,
+// DELETE) and external fetches get no derived key. It sits after Identity
+// and Limit. It fails closed: a body that cannot be read is not forwarded.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/batonproxy/baton/problem"
+)
+
+// HeaderIdempotencyKey is the IETF httpapi Idempotency-Key header.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// MaxKeyLen bounds an idempotency key, in characters.
+const MaxKeyLen = 255
+
+// ErrBadKey reports a malformed Idempotency-Key.
+var ErrBadKey = errors.New("idempotency key must be one RFC 8941 string of 1 to 255 printable ASCII characters")
+
+// IdempotencyKey returns the egress key middleware.
+func IdempotencyKey() func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			in := info(r)
+			if !in.Handoff() {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if vs := r.Header[HeaderIdempotencyKey]; len(vs) > 0 {
+				key, err := ParseKey(vs)
+				if err != nil {
+					problem.Write(w, r, problem.BadIdempotencyKey, err.Error())
+					return
+				}
+				in.Key = key
+				r.Header[HeaderIdempotencyKey] = []string{QuoteKey(key)}
+				next.ServeHTTP(w, r)
+				return
+			}
+			if idempotentMethod(r.Method) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			body, err := readBody(r)
+			if err != nil {
+				var tooBig *http.MaxBytesError
+				if errors.As(err, &tooBig) {
+					BodyTooLarge(w, r, tooBig.Limit)
+					return
+				}
+				in.Err = err
+				problem.Write(w, r, problem.BadRequest, "reading the request body failed")
+				return
+			}
+			in.Key, in.KeyDerived = DeriveKey(in, r, body), true
+			r.Header[HeaderIdempotencyKey] = []string{QuoteKey(in.Key)}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// readBody reads the whole (capped) body and replaces it with a replayable
+// copy.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	var body []byte
+	var err error
+	if r.ContentLength > 0 {
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(r.Body)
+	}
+	_ = r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.ContentLength = int64(len(body))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if len(body) == 0 {
+		r.Body = http.NoBody
+	}
+	return body, nil
+}
+
+// DeriveKey computes the deterministic key of a handoff whose agent sent
+// none.
+func DeriveKey(in *Info, r *http.Request, body []byte) string {
+	h := sha256.New()
+	if id := a2aMessageID(r, body); id != "" {
+		writeField(h, "a2a")
+		writeField(h, in.From)
+		writeField(h, in.To)
+		writeField(h, id)
+		return "a2a-" + hex.EncodeToString(h.Sum(nil)[:16])
+	}
+	digest := sha256.Sum256(body)
+	writeField(h, "http")
+	writeField(h, in.TraceID)
+	writeField(h, in.From)
+	writeField(h, in.To)
+	writeField(h, r.Method)
+	writeField(h, r.URL.RequestURI())
+	h.Write(digest[:])
+	return "bk-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// writeField writes s length-prefixed, so that fields cannot run together.
+func writeField(w io.Writer, s string) {
+	n := len(s)
+	_, _ = w.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	_, _ = io.WriteString(w, s)
+}
+
+// a2aSend lists the A2A methods whose message id is the natural key.
+var a2aSend = map[string]bool{
+	"SendMessage": true, "SendStreamingMessage": true, // A2A v1.0
+	"message/send": true, "message/stream": true, // A2A v0.3
+}
+
+// a2aMessageID returns params.message.messageId of an A2A send request, or
+// "" when body is not one. Bodies that are not JSON-RPC are only sniffed.
+func a2aMessageID(r *http.Request, body []byte) string {
+	if len(body) == 0 || !strings.Contains(r.Header.Get("Content-Type"), "json") ||
+		!bytes.Contains(body, []byte(`"jsonrpc"`)) || !bytes.Contains(body, []byte(`"messageId"`)) {
+		return ""
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			Message struct {
+				MessageID string `json:"messageId"`
+			} `json:"message"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &req) != nil || !a2aSend[req.Method] {
+		return ""
+	}
+	return req.Params.Message.MessageID
+}
+
+func idempotentMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// ParseKey parses the values of an Idempotency-Key header: exactly one RFC
+// 8941 sf-string ("…", with \" and \\ escapes), or one unquoted run of
+// visible ASCII without quotes, backslashes or commas.
+func ParseKey(values []string) (string, error) {
+	if len(values) != 1 {
+		return "", ErrBadKey
+	}
+	v := strings.Trim(values[0], " \t")
+	if v == "" {
+		return "", ErrBadKey
+	}
+	if v[0] != '"' {
+		if len(v) > MaxKeyLen {
+			return "", ErrBadKey
+		}
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == ',' {
+				return "", ErrBadKey
+			}
+		}
+		return v, nil
+	}
+	if len(v) < 3 || v[len(v)-1] != '"' {
+		return "", ErrBadKey
+	}
+	inner := v[1 : len(v)-1]
+	if strings.IndexByte(inner, '\\') < 0 {
+		if len(inner) > MaxKeyLen || strings.IndexByte(inner, '"') >= 0 || !printable(inner) {
+			return "", ErrBadKey
+		}
+		return inner, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		switch {
+		case c == '\\':
+			i++
+			if i == len(inner) || (inner[i] != '"' && inner[i] != '\\') {
+				return "", ErrBadKey
+			}
+			b.WriteByte(inner[i])
+		case c == '"' || c < 0x20 || c >= 0x7f:
+			return "", ErrBadKey
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 || b.Len() > MaxKeyLen {
+		return "", ErrBadKey
+	}
+	return b.String(), nil
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// QuoteKey renders key as an RFC 8941 sf-string.
+func QuoteKey(key string) string {
+	if !strings.ContainsAny(key, `"\`) {
+		return `"` + key + `"`
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(key); i++ {
+		if key[i] == '"' || key[i] == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(key[i])
+	}
+	b.WriteByte('"')
+	return b.String()
+}

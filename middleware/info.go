@@ -1,0 +1,106 @@
+package middleware
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Side tells which listener a request arrived on.
+type Side uint8
+
+// The two sides of a handoff.
+const (
+	Egress  Side = iota + 1 // from the local agent, outbound
+	Ingress                 // from a peer's Baton, inbound to the local agent
+)
+
+func (s Side) String() string {
+	switch s {
+	case Egress:
+		return "egress"
+	case Ingress:
+		return "ingress"
+	}
+	return "unknown"
+}
+
+// Info is the per-request state the middlewares share: one allocation per
+// request, placed in the context by AccessLog and filled in by the
+// middlewares after it.
+type Info struct {
+	Side  Side
+	Agent string // this Baton's agent
+	Start time.Time
+
+	// From and To name the edge. At egress From is the local agent and To the
+	// peer; at ingress From is the sending agent and To the local agent.
+	From, To string
+	// External is the host:port of a non-agent destination at egress; when
+	// set the request is an external fetch, not a handoff.
+	External string
+	// Target is where the request is forwarded.
+	Target *url.URL
+	// MaxHops is the hop limit of the edge.
+	MaxHops int
+	// Hop is the handoff depth within the trace.
+	Hop int
+	// Key is the idempotency key (unquoted) and KeyDerived whether Baton
+	// derived it.
+	Key        string
+	KeyDerived bool
+	// TraceID is the hex trace id of Baton's span.
+	TraceID string
+	// Err is the transport error, if any, for the access log.
+	Err error
+
+	rec *recorder
+}
+
+// Handoff reports whether the request is a handoff between agents (as
+// opposed to an external fetch).
+func (i *Info) Handoff() bool { return i.External == "" }
+
+// Edge renders the edge as "from→to", or "agent→host:port" for an external
+// fetch.
+func (i *Info) Edge() string {
+	if i.External != "" {
+		return i.Agent + "→" + i.External
+	}
+	return i.From + "→" + i.To
+}
+
+// Status returns the status written so far (0 before headers).
+func (i *Info) Status() int {
+	if i.rec == nil {
+		return 0
+	}
+	return i.rec.status
+}
+
+// Written reports whether response headers have been sent.
+func (i *Info) Written() bool { return i.rec != nil && i.rec.status != 0 }
+
+type infoKey struct{}
+
+// InfoFromContext returns the request's Info, or nil outside the chain.
+func InfoFromContext(ctx context.Context) *Info {
+	i, _ := ctx.Value(infoKey{}).(*Info)
+	return i
+}
+
+// WithInfo returns a context carrying i (for tests and for callers that
+// assemble their own chain).
+func WithInfo(ctx context.Context, i *Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, i)
+}
+
+// info returns the Info of r, creating a detached one when the request did
+// not pass through AccessLog (tests of a single middleware).
+func info(r *http.Request) *Info {
+	if i := InfoFromContext(r.Context()); i != nil {
+		return i
+	}
+	return &Info{}
+}

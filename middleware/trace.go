@@ -1,0 +1,112 @@
+package middleware
+
+// Trace continues the caller's W3C trace (or starts one when traceparent is
+// absent or malformed: a bad header never fails the request) and wraps the
+// rest of the chain in a span: at egress a CLIENT span "invoke_agent {peer}"
+// for a handoff (or "{method}" for an external fetch), at ingress a SERVER
+// span "invoke_agent {agent}". It then rewrites traceparent so the next hop's
+// parent-id is Baton's span, keeping tracestate and baggage as the W3C rules
+// say. It sits right after AccessLog on both sides, so that every answer,
+// refusals included, carries a trace id; the span is named and given its edge
+// attributes once the rest of the chain has run. It cannot fail.
+
+import (
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Header names of W3C Trace Context and Baggage.
+const (
+	HeaderTraceparent = "Traceparent"
+	HeaderTracestate  = "Tracestate"
+	HeaderBaggage     = "Baggage"
+)
+
+// Span attribute keys Baton sets.
+const (
+	AttrOperation = attribute.Key("gen_ai.operation.name")
+	AttrAgentName = attribute.Key("gen_ai.agent.name")
+	AttrEdge      = attribute.Key("baton.edge")
+	AttrHop       = attribute.Key("baton.hop")
+	AttrSide      = attribute.Key("baton.side")
+	AttrKeyDigest = attribute.Key("baton.idempotency_key.derived")
+)
+
+// Trace returns the tracing middleware. tp and prop are injected (main sets
+// the globals; nothing here reads them).
+func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(http.Handler) http.Handler {
+	tracer := tp.Tracer("github.com/batonproxy/baton")
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			in := info(r)
+			carrier := propagation.HeaderCarrier(r.Header)
+			ctx := prop.Extract(r.Context(), carrier)
+			// An invalid traceparent invalidates tracestate too (W3C §3.3).
+			if !trace.SpanContextFromContext(ctx).IsValid() {
+				r.Header.Del(HeaderTracestate)
+			}
+
+			kind := trace.SpanKindClient
+			if in.Side == Ingress {
+				kind = trace.SpanKindServer
+			}
+			ctx, span := tracer.Start(ctx, "invoke_agent", trace.WithSpanKind(kind))
+			defer span.End()
+			sc := span.SpanContext()
+			in.TraceID = sc.TraceID().String()
+
+			r.Header.Del(HeaderTraceparent)
+			prop.Inject(ctx, carrier)
+			next.ServeHTTP(w, r.WithContext(ctx))
+
+			// The edge is known only once the chain has run (egress resolves
+			// its destination after this middleware, so that even a refused
+			// destination is traced).
+			span.SetName(spanName(in, r.Method))
+			span.SetAttributes(
+				AttrOperation.String("invoke_agent"),
+				AttrAgentName.String(agentAttr(in)),
+				AttrEdge.String(in.Edge()),
+				AttrSide.String(in.Side.String()),
+			)
+			if in.Handoff() {
+				span.SetAttributes(AttrHop.Int(in.Hop))
+			}
+			status := in.Status()
+			span.SetAttributes(attribute.Int("http.response.status_code", status))
+			if status >= 500 || (kind == trace.SpanKindClient && status >= 400) {
+				span.SetStatus(codes.Error, http.StatusText(status))
+			}
+			if in.Err != nil {
+				span.RecordError(in.Err)
+			}
+		})
+	}
+}
+
+func spanName(in *Info, method string) string {
+	switch {
+	case in.Side == Ingress:
+		return "invoke_agent " + in.Agent
+	case in.Handoff() && in.To != "":
+		return "invoke_agent " + in.To
+	case in.External != "":
+		return method
+	}
+	return "invoke_agent"
+}
+
+// agentAttr names the agent the span is about: the invoked one.
+func agentAttr(in *Info) string {
+	if in.Side == Ingress {
+		return in.Agent
+	}
+	if in.Handoff() {
+		return in.To
+	}
+	return in.External
+}

@@ -1,0 +1,50 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/batonproxy/baton/problem"
+)
+
+// adminRouter serves the admin listener: /healthz (the process is up) and
+// /readyz (the listeners are up and the store answers).
+func (s *Server) adminRouter() http.Handler {
+	r := chi.NewRouter()
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", s.readyz)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, r, problem.NotFound, "no admin endpoint "+r.URL.Path)
+	})
+	return r
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	if !ready {
+		problem.Write(w, r, problem.NotReady, "listeners are not serving")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		s.log.Warn("readiness: store unreachable", "error", err.Error())
+		problem.Write(w, r, problem.StoreUnavailable, "the state store does not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "agent": s.cfg.Agent})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,203 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/state"
+)
+
+// baton is one Baton under test with its captured log.
+type baton struct {
+	*proxy.Server
+	log *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startBaton starts a Baton from YAML on loopback port 0 with the store
+// given (memory when nil).
+func startBaton(t *testing.T, yaml string, store state.Store) *baton {
+	t.Helper()
+	c, err := config.Decode(strings.NewReader(yaml))
+	if err != nil {
+		t.Fatalf("decoding config: %v", err)
+	}
+	if c.Listen == (config.Listen{}) {
+		c.Listen = config.Listen{Egress: "127.0.0.1:0", Ingress: "127.0.0.1:0", Admin: "127.0.0.1:0"}
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if store == nil {
+		store = state.NewMemory(c.Store.Memory)
+	}
+	logs := &syncBuffer{}
+	tp := sdktrace.NewTracerProvider()
+	s, err := proxy.New(proxy.Options{
+		Config: c, Store: store,
+		TracerProvider: tp,
+		Propagator:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		Logger:         slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+		_ = store.Close()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", c.Agent, logs.String())
+		}
+	})
+	return &baton{Server: s, log: logs}
+}
+
+// pair is analyst's Baton handing off to summarizer's Baton, whose agent is
+// the handler given.
+type pair struct {
+	a, b  *baton
+	agent *httptest.Server
+}
+
+func startPair(t *testing.T, agent http.Handler, extraA, extraB string) *pair {
+	t.Helper()
+	ag := httptest.NewServer(agent)
+	t.Cleanup(ag.Close)
+	b := startBaton(t, "agent: summarizer\nupstream: "+ag.URL+"\nedges: [{from: analyst, max_hops: 8}]\n"+extraB, nil)
+	a := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://"+
+		b.IngressAddr()+"}}\nedges: [{to: summarizer, max_hops: 8}]\n"+extraA, nil)
+	return &pair{a: a, b: b, agent: ag}
+}
+
+// send makes the agent's call to a peer through egress with Host routing.
+func send(t *testing.T, egress, host, method, path string, body string, hdr http.Header) *http.Response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://"+egress+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// seen records the requests an agent received.
+type seen struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+	body [][]byte
+}
+
+func (s *seen) handler(status int, reply string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, r)
+		s.body = append(s.body, b)
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, reply)
+	})
+}
+
+func (s *seen) last(t *testing.T) *http.Request {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reqs) == 0 {
+		t.Fatal("the agent received nothing")
+	}
+	return s.reqs[len(s.reqs)-1]
+}
+
+func (s *seen) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
+// problemDoc decodes a problem+json answer.
+type problemDoc struct {
+	Type    string `json:"type"`
+	Title   string `json:"title"`
+	Status  int    `json:"status"`
+	Detail  string `json:"detail"`
+	TraceID string `json:"trace_id"`
+}
+
+func readProblem(t *testing.T, resp *http.Response) problemDoc {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("Content-Type = %q, want application/problem+json; body %s", ct, b)
+	}
+	var p problemDoc
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != resp.StatusCode {
+		t.Errorf("problem status %d != response status %d", p.Status, resp.StatusCode)
+	}
+	return p
+}
+
+// closedAddr returns the address of a listener that is no longer open.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}

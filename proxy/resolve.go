@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/problem"
+)
+
+// resolver maps an egress request to its destination: a peer (a handoff to
+// that peer's Baton) or an allowed external host (a fetch, dialled directly).
+// Anything else is refused with 403: Baton is no open proxy.
+type resolver struct {
+	agent    string
+	peers    map[string]peerRoute
+	exact    map[string]bool // external host:port allowed exactly
+	suffixes []string        // ".example.com:443" for "*.example.com:443"
+}
+
+type peerRoute struct {
+	url     *url.URL
+	maxHops int
+}
+
+// newResolver precomputes the routes. Sensitive addresses (link-local,
+// metadata) are vetted when dialled, after DNS, by trust.AddressGuard: an IP
+// literal reaches the dialler only when listed exactly in external.allow.
+func newResolver(c *config.Config) *resolver {
+	rs := &resolver{agent: c.Agent, peers: map[string]peerRoute{}, exact: map[string]bool{}}
+	for name, p := range c.Peers {
+		max := config.DefaultMaxHops
+		if e, ok := c.OutEdge(name); ok {
+			max = e.MaxHops
+		}
+		rs.peers[name] = peerRoute{url: p.ParsedURL, maxHops: max}
+	}
+	for _, a := range c.External.Allow {
+		a = strings.ToLower(a)
+		if strings.HasPrefix(a, "*.") {
+			rs.suffixes = append(rs.suffixes, a[1:])
+		} else {
+			rs.exact[a] = true
+		}
+	}
+	return rs
+}
+
+// middleware resolves the destination into the request's Info.
+func (rs *resolver) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in := middleware.InfoFromContext(r.Context())
+		host := r.Host
+		if r.URL.IsAbs() {
+			host = r.URL.Host // absolute-form: the agent uses Baton as HTTP_PROXY
+		}
+		name, port := splitHost(host)
+		if name == "" {
+			problem.Write(w, r, problem.UnknownDestination, "the request names no destination host")
+			return
+		}
+		if p, ok := rs.peers[name]; ok && (port == "" || port == "80") {
+			in.From, in.To, in.Target, in.MaxHops = rs.agent, name, p.url, p.maxHops
+			next.ServeHTTP(w, r)
+			return
+		}
+		if port == "" {
+			port = "80"
+		}
+		hostport := net.JoinHostPort(name, port)
+		if !rs.allowed(hostport) {
+			problem.New(r, problem.UnknownDestination, "destination "+hostport+
+				" is neither a configured peer nor in external.allow").With("destination", hostport).Write(w)
+			return
+		}
+		scheme := "http"
+		if port == "443" {
+			scheme = "https"
+		}
+		in.From, in.External = rs.agent, hostport
+		in.Target = &url.URL{Scheme: scheme, Host: hostport}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (rs *resolver) allowed(hostport string) bool {
+	if rs.exact[hostport] {
+		return true
+	}
+	for _, s := range rs.suffixes {
+		if strings.HasSuffix(hostport, s) && len(hostport) > len(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitHost lowercases host and splits off its port; the name loses a
+// trailing dot and IPv6 brackets.
+func splitHost(host string) (name, port string) {
+	host = strings.ToLower(strings.TrimSpace(host))
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		host, port = h, p
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	return strings.TrimSuffix(host, "."), port
+}

@@ -1,0 +1,219 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/trust"
+)
+
+// Options are what a Server is built from. Config must have passed
+// Validate; the other fields are the process's shared dependencies.
+type Options struct {
+	Config         *config.Config
+	Store          state.Store
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
+	Logger         *slog.Logger
+}
+
+// Server is one Baton: its egress, ingress and admin listeners. Egress and
+// ingress need no routing: every request runs the whole chain (a chi.Chain)
+// and ends at the reverse proxy, whatever its method or path.
+type Server struct {
+	cfg   *config.Config
+	store state.Store
+	log   *slog.Logger
+
+	egress, ingress, admin *http.Server
+
+	mu        sync.Mutex
+	listeners [3]net.Listener
+	ready     bool
+	errc      chan error
+}
+
+// hopTTL is how long a trace's inbound hop is remembered.
+const hopTTL = 24 * time.Hour
+
+// New builds a Server; nothing listens until Start.
+func New(o Options) (*Server, error) {
+	if o.Config == nil || o.Store == nil || o.TracerProvider == nil || o.Propagator == nil || o.Logger == nil {
+		return nil, errors.New("proxy: Options needs Config, Store, TracerProvider, Propagator and Logger")
+	}
+	c := o.Config
+	s := &Server{cfg: c, store: o.Store, log: o.Logger, errc: make(chan error, 3)}
+	pool := NewBufferPool()
+	errLog := slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)
+	topts := TransportOptions{Dial: c.Timeouts.Dial.D(), UpstreamHeader: c.Timeouts.UpstreamHeader.D()}
+	peerTransport := NewTransport(topts)
+	guard := trust.NewAddressGuard(c.External.Allow)
+	topts.Control = guard.Control
+	externalTransport := NewTransport(topts)
+	book := newHopBook(o.Store, hopTTL)
+
+	egressProxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			in := middleware.InfoFromContext(pr.In.Context())
+			// SetURL replaces scheme and host (absolute-form requests
+			// included) and joins the target's base path.
+			pr.SetURL(in.Target)
+		},
+		Transport:    &routedTransport{peer: peerTransport, external: externalTransport},
+		BufferPool:   pool,
+		ErrorHandler: errorHandler,
+		ErrorLog:     errLog,
+	}
+	upstream := c.UpstreamURL
+	ingressProxy := &httputil.ReverseProxy{
+		Rewrite:      func(pr *httputil.ProxyRequest) { pr.SetURL(upstream) },
+		Transport:    peerTransport,
+		BufferPool:   pool,
+		ErrorHandler: errorHandler,
+		ErrorLog:     errLog,
+	}
+
+	tracing := middleware.Trace(o.TracerProvider, o.Propagator)
+	rs := newResolver(c)
+	eg := chi.Chain(
+		middleware.AccessLog(o.Logger, middleware.Egress, c.Agent),
+		tracing,
+		rs.middleware,
+		middleware.Identity(book, o.Logger),
+		middleware.Limit(c.Limits.MaxBodyBytes),
+		middleware.IdempotencyKey(),
+	).Handler(egressProxy)
+
+	maxHops := func(from string) int {
+		if e, ok := c.InEdge(from); ok {
+			return e.MaxHops
+		}
+		return config.DefaultMaxHops
+	}
+	ig := chi.Chain(
+		middleware.AccessLog(o.Logger, middleware.Ingress, c.Agent),
+		tracing,
+		middleware.HopGuard(maxHops, book, o.Logger),
+		middleware.Limit(c.Limits.MaxBodyBytes),
+	).Handler(ingressProxy)
+
+	s.egress = s.httpServer(eg, errLog)
+	s.ingress = s.httpServer(ig, errLog)
+	s.admin = s.httpServer(s.adminRouter(), errLog)
+	return s, nil
+}
+
+func (s *Server) httpServer(h http.Handler, errLog *log.Logger) *http.Server {
+	t := s.cfg.Timeouts
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: t.ReadHeader.D(),
+		ReadTimeout:       t.Read.D(),
+		IdleTimeout:       t.Idle.D(),
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          errLog,
+	}
+	return srv
+}
+
+// Start binds the three listeners and serves them in the background. It
+// returns once all three accept connections.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	addrs := [3]string{s.cfg.Listen.Egress, s.cfg.Listen.Ingress, s.cfg.Listen.Admin}
+	names := [3]string{"egress", "ingress", "admin"}
+	for i, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, prev := range s.listeners[:i] {
+				prev.Close()
+			}
+			return fmt.Errorf("proxy: listening for %s on %s: %w", names[i], a, err)
+		}
+		s.listeners[i] = l
+	}
+	for i, srv := range [3]*http.Server{s.egress, s.ingress, s.admin} {
+		go func(srv *http.Server, l net.Listener, name string) {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.errc <- fmt.Errorf("proxy: %s listener: %w", name, err)
+			}
+		}(srv, s.listeners[i], names[i])
+	}
+	s.ready = true
+	s.log.Info("baton listening", "agent", s.cfg.Agent,
+		"egress", s.listeners[0].Addr().String(), "ingress", s.listeners[1].Addr().String(),
+		"admin", s.listeners[2].Addr().String())
+	return nil
+}
+
+// EgressAddr, IngressAddr and AdminAddr return the bound addresses (useful
+// with port 0).
+func (s *Server) EgressAddr() string  { return s.addr(0) }
+func (s *Server) IngressAddr() string { return s.addr(1) }
+func (s *Server) AdminAddr() string   { return s.addr(2) }
+
+func (s *Server) addr(i int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listeners[i] == nil {
+		return ""
+	}
+	return s.listeners[i].Addr().String()
+}
+
+// Errors reports a listener that stopped serving on its own.
+func (s *Server) Errors() <-chan error { return s.errc }
+
+// Shutdown stops accepting, lets in-flight requests finish until ctx ends,
+// then closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.ready = false
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, srv := range [3]*http.Server{s.egress, s.ingress, s.admin} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("proxy: shutdown: %w", err)
+	}
+	return nil
+}
+
+// routedTransport sends handoffs over the peer transport and external
+// fetches over the guarded one.
+type routedTransport struct {
+	peer, external http.RoundTripper
+}
+
+func (t *routedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if in := middleware.InfoFromContext(r.Context()); in != nil && !in.Handoff() {
+		return t.external.RoundTrip(r)
+	}
+	return t.peer.RoundTrip(r)
+}
