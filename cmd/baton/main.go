@@ -54,8 +54,9 @@ Usage:
   baton serve --config FILE      run the sidecar: egress, ingress and admin listeners
   baton validate --config FILE   check a configuration file; exit 0 when good, 1 with
                                  one line per problem (path: expected, got value)
-  baton demo                     run two demo agents with their Batons on loopback,
+  baton demo [-v]                run two demo agents with their Batons on loopback,
                                  hand off from one to the other and show what crossed
+                                 (-v: the Batons' JSON logs on stderr)
   baton version                  print the version
   baton help                     this text
 
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 	case "validate":
 		return validate(rest, stdout, env)
 	case "demo":
-		return demo(ctx, rest, stdout)
+		return demo(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "baton", version)
 		return nil
