@@ -7,11 +7,11 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -38,8 +38,15 @@ type Config struct {
 	Limits   Limits          `yaml:"limits"`
 	Timeouts Timeouts        `yaml:"timeouts"`
 
-	// UpstreamURL is Upstream parsed by Load.
+	// UpstreamURL is Upstream parsed by Validate.
 	UpstreamURL *url.URL `yaml:"-"`
+
+	// fromEnv maps a field's path to the variable that set it, so that a
+	// problem names where the bad value came from.
+	fromEnv map[string]string
+	// envErrs holds overrides that could not be applied (a malformed
+	// BATON_SHUTDOWN_GRACE); Validate reports them.
+	envErrs []error
 }
 
 // Listen holds the three listener addresses.
@@ -82,7 +89,7 @@ type Memory struct {
 type Peer struct {
 	URL string `yaml:"url"`
 
-	// ParsedURL is URL parsed by Load.
+	// ParsedURL is URL parsed by Validate.
 	ParsedURL *url.URL `yaml:"-"`
 }
 
@@ -95,9 +102,25 @@ type External struct {
 // Edge is a handoff edge: To names an outbound edge from this agent, From
 // an inbound edge to it. Exactly one of them is set.
 type Edge struct {
-	To      string `yaml:"to"`
-	From    string `yaml:"from"`
-	MaxHops int    `yaml:"max_hops"`
+	To   string `yaml:"to"`
+	From string `yaml:"from"`
+	// MaxHops is the deepest handoff the receiver accepts on this edge. When
+	// the key is absent from the file, decoding sets DefaultMaxHops; an
+	// explicit 0 stays 0 and Validate rejects it.
+	MaxHops int `yaml:"max_hops"`
+}
+
+// UnmarshalYAML decodes an edge with max_hops defaulted only when the key is
+// absent. ApplyDefaults cannot do this: it would read "max_hops: 0" as unset
+// and silently allow DefaultMaxHops hops where the author meant none.
+func (e *Edge) UnmarshalYAML(n *yaml.Node) error {
+	type plain Edge // no methods, so Decode does not come back here
+	p := plain{MaxHops: DefaultMaxHops}
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*e = Edge(p)
+	return nil
 }
 
 // Limits bounds request sizes.
@@ -117,19 +140,23 @@ type Timeouts struct {
 // Duration is a time.Duration written as a Go duration string ("15s").
 type Duration time.Duration
 
-// UnmarshalYAML parses a duration string.
+// UnmarshalYAML parses a duration string. Its error is a *yaml.TypeError so
+// that the decoder goes on and reports the file's other problems too; Decode
+// reports it with the field's path before the decoder ever sees it.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
-	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("line %d: want a duration like 15s", n.Line)
+	if n.Kind != yaml.ScalarNode || n.Decode(&s) != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s", n.Line, expectDuration)}}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("line %d: want a duration like 15s, got %q", n.Line, s)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s, got %q", n.Line, expectDuration, s)}}
 	}
 	*d = Duration(v)
 	return nil
 }
+
+const expectDuration = "must be a duration like 15s or 1m30s"
 
 // MarshalYAML writes the duration string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
@@ -151,10 +178,17 @@ const (
 	DefaultIdle           = 120 * time.Second
 	DefaultDial           = 5 * time.Second
 	DefaultUpstreamHeader = 60 * time.Second
+	DefaultRedisDial      = 2 * time.Second
+	DefaultRedisOp        = time.Second
+	DefaultLogLevel       = "info"
 )
 
-// Load reads, decodes strictly, applies defaults and environment overrides,
-// and validates the file at path.
+// maxFileBytes bounds what Decode reads, so that pointing --config at
+// /dev/zero fails rather than filling memory.
+const maxFileBytes = 1 << 20
+
+// Load reads the file at path, decodes it strictly, applies environment
+// overrides and then defaults, and validates the result.
 func Load(path string, env func(string) string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -164,8 +198,10 @@ func Load(path string, env func(string) string) (*Config, error) {
 	return Parse(f, env)
 }
 
-// Parse decodes strictly, applies defaults and environment overrides, and
-// validates. env looks up environment variables (os.Getenv in production).
+// Parse decodes strictly, applies environment overrides and then defaults,
+// and validates. env looks up environment variables (os.Getenv in
+// production; nil applies none). Problems come back as errors.Join of
+// *FieldError, except for a file that cannot be read or is not YAML.
 func Parse(r io.Reader, env func(string) string) (*Config, error) {
 	c, err := Decode(r)
 	if err != nil {
@@ -181,17 +217,36 @@ func Parse(r io.Reader, env func(string) string) (*Config, error) {
 	return c, nil
 }
 
-// Decode decodes YAML strictly: unknown keys and duplicate keys are errors.
-// An empty document yields the zero Config.
+// Decode decodes YAML strictly: unknown keys, duplicate keys, values of the
+// wrong type, a document that is not a mapping and a second document are all
+// errors. Those problems come back together, as errors.Join of *FieldError
+// naming each field's path and line; a file that is not YAML at all gives the
+// parser's error. An empty document (or one of only comments) yields the zero
+// Config, so that the environment alone can configure a Baton.
 func Decode(r io.Reader) (*Config, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("config: reading: %w", err)
 	}
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("config: file is larger than %d bytes", maxFileBytes)
+	}
+	root, err := document(data)
+	if err != nil {
+		return nil, err
+	}
 	c := &Config{}
+	if root == nil {
+		return c, nil
+	}
+	if err := check(root, reflect.TypeFor[Config]()); err != nil {
+		return nil, err
+	}
+	// check mirrors the decoder and reports with paths; the strict decoder
+	// stays as the backstop for anything it does not foresee.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(c); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
@@ -199,30 +254,44 @@ func Decode(r io.Reader) (*Config, error) {
 
 // ApplyEnv overrides the top-level scalars from BATON_AGENT, BATON_UPSTREAM,
 // BATON_LOG_LEVEL and BATON_SHUTDOWN_GRACE, and the Redis password from
-// BATON_REDIS_PASSWORD. A malformed duration is left for Validate to report.
+// BATON_REDIS_PASSWORD (only when the file configures store.redis: a password
+// alone does not switch the store). An empty variable counts as unset. A
+// malformed duration is kept, with its text, for Validate to report.
 func (c *Config) ApplyEnv(env func(string) string) {
-	if v := env("BATON_AGENT"); v != "" {
-		c.Agent = v
+	str := func(dst *string, name, path string) {
+		if v := env(name); v != "" {
+			*dst = v
+			c.noteEnv(path, name)
+		}
 	}
-	if v := env("BATON_UPSTREAM"); v != "" {
-		c.Upstream = v
-	}
-	if v := env("BATON_LOG_LEVEL"); v != "" {
-		c.LogLevel = v
-	}
+	str(&c.Agent, "BATON_AGENT", "agent")
+	str(&c.Upstream, "BATON_UPSTREAM", "upstream")
+	str(&c.LogLevel, "BATON_LOG_LEVEL", "log_level")
 	if v := env("BATON_SHUTDOWN_GRACE"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			c.ShutdownGrace = Duration(d)
+			c.noteEnv("shutdown_grace", "BATON_SHUTDOWN_GRACE")
 		} else {
-			c.ShutdownGrace = -1
+			c.envErrs = append(c.envErrs, &FieldError{
+				Path: "shutdown_grace", Value: v,
+				Expect: expectDuration + " (from BATON_SHUTDOWN_GRACE)",
+			})
 		}
 	}
-	if v := env("BATON_REDIS_PASSWORD"); v != "" && c.Store.Redis != nil {
-		c.Store.Redis.Password = v
+	if r := c.Store.Redis; r != nil {
+		str(&r.Password, "BATON_REDIS_PASSWORD", "store.redis.password")
 	}
 }
 
-// ApplyDefaults fills in every field the file left out.
+func (c *Config) noteEnv(path, name string) {
+	if c.fromEnv == nil {
+		c.fromEnv = map[string]string{}
+	}
+	c.fromEnv[path] = name
+}
+
+// ApplyDefaults fills in every field the file left out; a zero value counts as
+// left out. Edges are the exception: Decode defaults their max_hops (see Edge).
 func (c *Config) ApplyDefaults() {
 	def := func(s *string, v string) {
 		if *s == "" {
@@ -237,7 +306,7 @@ func (c *Config) ApplyDefaults() {
 	def(&c.Listen.Egress, DefaultEgress)
 	def(&c.Listen.Ingress, DefaultIngress)
 	def(&c.Listen.Admin, DefaultAdmin)
-	def(&c.LogLevel, "info")
+	def(&c.LogLevel, DefaultLogLevel)
 	defD(&c.ShutdownGrace, DefaultShutdownGrace)
 	defD(&c.Timeouts.ReadHeader, DefaultReadHeader)
 	defD(&c.Timeouts.Idle, DefaultIdle)
@@ -253,13 +322,8 @@ func (c *Config) ApplyDefaults() {
 		c.Store.Memory.MaxBytes = DefaultMemoryBytes
 	}
 	if r := c.Store.Redis; r != nil {
-		defD(&r.DialTimeout, 2*time.Second)
-		defD(&r.OpTimeout, time.Second)
-	}
-	for i := range c.Edges {
-		if c.Edges[i].MaxHops == 0 {
-			c.Edges[i].MaxHops = DefaultMaxHops
-		}
+		defD(&r.DialTimeout, DefaultRedisDial)
+		defD(&r.OpTimeout, DefaultRedisOp)
 	}
 }
 

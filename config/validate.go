@@ -15,42 +15,80 @@ import (
 // appear in Host, so they are DNS-label-like.
 var agentName = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
 
-// FieldError is one problem with one field.
+const expectName = "must be 1 to 63 lowercase letters, digits, '.', '_' or '-', starting and ending with a letter or digit"
+
+// FieldError is one problem with one field. Its text is the path, what is
+// expected, the bad value when there is one, and the line when known:
+//
+//	edges[2].max_hops: must be between 1 and 255, got 0
+//	listen.egres: unknown key, did you mean egress? (line 3)
 type FieldError struct {
-	Path   string // e.g. edges[2].max_hops
-	Value  any    // the bad value
+	Path   string // e.g. edges[2].max_hops; empty for the file as a whole
+	Value  any    // the bad value; nil when there is none to show
 	Expect string // what is expected
+	Line   int    // 1-based line in the file, 0 when unknown (Validate does not know lines)
 }
 
 func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s: %s, got %s", e.Path, e.Expect, show(e.Value))
+	var b strings.Builder
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Expect)
+	if e.Value != nil {
+		b.WriteString(", got ")
+		b.WriteString(show(e.Value))
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " (line %d)", e.Line)
+	}
+	return b.String()
 }
+
+// maxShown bounds how much of a bad value a message repeats.
+const maxShown = 80
 
 func show(v any) string {
+	var s string
 	switch v := v.(type) {
 	case string:
+		if len(v) > maxShown {
+			return strconv.Quote(v[:maxShown]) + "..."
+		}
 		return strconv.Quote(v)
-	case nil:
-		return "nothing"
 	default:
-		return fmt.Sprint(v)
+		s = fmt.Sprint(v)
 	}
+	if len(s) > maxShown {
+		s = s[:maxShown] + "..."
+	}
+	return s
 }
 
-// Validate checks the configuration and reports every problem at once, as
-// errors.Join of *FieldError. It has no side effects beyond filling the
-// parsed fields (UpstreamURL, Peer.ParsedURL) of a valid configuration.
+// Validate checks the configuration and reports every problem at once (up to
+// fifty, then a count of the rest), as errors.Join of *FieldError. It has no
+// side effects beyond filling the parsed fields (UpstreamURL, Peer.ParsedURL)
+// of the fields that are valid.
 func (c *Config) Validate() error {
-	var errs []error
+	errs := append([]error(nil), c.envErrs...)
 	bad := func(path string, v any, expect string) {
+		if name, ok := c.fromEnv[path]; ok {
+			expect += " (from " + name + ")"
+		}
 		errs = append(errs, &FieldError{Path: path, Value: v, Expect: expect})
 	}
 
-	if !agentName.MatchString(c.Agent) {
-		bad("agent", c.Agent, "must be a lowercase name of letters, digits, '.', '_' or '-' (at most 63)")
+	switch {
+	case c.Agent == "":
+		bad("agent", nil, "must be set (here or by BATON_AGENT) to this agent's name, like analyst")
+	case !agentName.MatchString(c.Agent):
+		bad("agent", c.Agent, expectName)
 	}
-	if u, err := parseHTTPURL(c.Upstream); err != nil {
-		bad("upstream", c.Upstream, "must be an http(s) URL of the local agent like http://127.0.0.1:8080 ("+err.Error()+")")
+	if c.Upstream == "" {
+		bad("upstream", nil, "must be set (here or by BATON_UPSTREAM) to the local agent's URL, like http://127.0.0.1:8080")
+	} else if u, err := parseHTTPURL(c.Upstream); err != nil {
+		bad("upstream", redact(c.Upstream), "must be the http(s) URL of the local agent, like http://127.0.0.1:8080 ("+err.Error()+")")
 	} else {
 		c.UpstreamURL = u
 	}
@@ -63,113 +101,15 @@ func (c *Config) Validate() error {
 		bad("shutdown_grace", c.ShutdownGrace.D().String(), "must be a duration >= 0")
 	}
 
-	addrs := map[string]string{}
-	for _, l := range []struct{ path, addr string }{
-		{"listen.egress", c.Listen.Egress},
-		{"listen.ingress", c.Listen.Ingress},
-		{"listen.admin", c.Listen.Admin},
-	} {
-		if _, port, err := net.SplitHostPort(l.addr); err != nil {
-			bad(l.path, l.addr, "must be host:port")
-		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-			bad(l.path, l.addr, "must have a port between 0 and 65535")
-		} else if other, dup := addrs[l.addr]; dup && p != 0 {
-			bad(l.path, l.addr, "must differ from "+other)
-		} else {
-			addrs[l.addr] = l.path
-		}
-	}
-
-	if r := c.Store.Redis; r != nil {
-		switch {
-		case r.URL == "" && len(r.Addrs) == 0:
-			bad("store.redis", nil, "must set url (single node) or addrs (Sentinel with master_name, or Cluster)")
-		case r.URL != "" && len(r.Addrs) > 0:
-			bad("store.redis.url", r.URL, "must not be set together with store.redis.addrs")
-		case r.URL != "":
-			if u, err := url.Parse(r.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-				bad("store.redis.url", r.URL, "must be a redis://, rediss:// or unix:// URL")
-			}
-		}
-		for i, a := range r.Addrs {
-			if _, _, err := net.SplitHostPort(a); err != nil {
-				bad(fmt.Sprintf("store.redis.addrs[%d]", i), a, "must be host:port")
-			}
-		}
-		if r.DB < 0 {
-			bad("store.redis.db", r.DB, "must be >= 0")
-		}
-		if r.PoolSize < 0 {
-			bad("store.redis.pool_size", r.PoolSize, "must be >= 0")
-		}
-		if r.DialTimeout < 0 {
-			bad("store.redis.dial_timeout", r.DialTimeout.D().String(), "must be a duration >= 0")
-		}
-		if r.OpTimeout < 0 {
-			bad("store.redis.op_timeout", r.OpTimeout.D().String(), "must be a duration >= 0")
-		}
-	}
-	if c.Store.Memory.MaxEntries < 0 {
-		bad("store.memory.max_entries", c.Store.Memory.MaxEntries, "must be >= 0")
-	}
-	if c.Store.Memory.MaxBytes < 0 {
-		bad("store.memory.max_bytes", c.Store.Memory.MaxBytes, "must be >= 0")
-	}
-
-	names := make([]string, 0, len(c.Peers))
-	for name := range c.Peers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		p := c.Peers[name]
-		path := "peers." + name
-		if !agentName.MatchString(name) {
-			bad(path, name, "must be a lowercase agent name")
-		}
-		if name == c.Agent {
-			bad(path, name, "must not be this Baton's own agent")
-		}
-		if u, err := parseHTTPURL(p.URL); err != nil {
-			bad(path+".url", p.URL, "must be the http(s) URL of the peer's Baton ingress ("+err.Error()+")")
-		} else {
-			p.ParsedURL = u
-			c.Peers[name] = p
-		}
-	}
-
+	c.validateListen(bad)
+	c.validateStore(bad)
+	c.validatePeers(bad)
 	for i, a := range c.External.Allow {
 		if err := checkAllow(a); err != nil {
 			bad(fmt.Sprintf("external.allow[%d]", i), a, err.Error())
 		}
 	}
-
-	seen := map[string]int{}
-	for i, e := range c.Edges {
-		path := fmt.Sprintf("edges[%d]", i)
-		switch {
-		case e.To == "" && e.From == "":
-			bad(path, nil, "must set to (outbound) or from (inbound)")
-		case e.To != "" && e.From != "":
-			bad(path, e.To+"/"+e.From, "must set only one of to and from")
-		case e.To != "":
-			if _, ok := c.Peers[e.To]; !ok {
-				bad(path+".to", e.To, "must name a peer under peers")
-			}
-		default:
-			if !agentName.MatchString(e.From) {
-				bad(path+".from", e.From, "must be a lowercase agent name")
-			}
-		}
-		key := "to:" + e.To + "|from:" + e.From
-		if j, dup := seen[key]; dup {
-			bad(path, key, fmt.Sprintf("must not repeat edges[%d]", j))
-		}
-		seen[key] = i
-		if e.MaxHops < 1 || e.MaxHops > 255 {
-			bad(path+".max_hops", e.MaxHops, "must be between 1 and 255")
-		}
-	}
+	c.validateEdges(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")
@@ -188,12 +128,155 @@ func (c *Config) Validate() error {
 			bad(t.path, t.d.D().String(), "must be a duration >= 0")
 		}
 	}
-	return errors.Join(errs...)
+	return join(errs)
+}
+
+type badFunc func(path string, v any, expect string)
+
+func (c *Config) validateListen(bad badFunc) {
+	type listener struct {
+		path, host string
+		port       int
+	}
+	var seen []listener
+	for _, l := range []struct{ path, addr string }{
+		{"listen.egress", c.Listen.Egress},
+		{"listen.ingress", c.Listen.Ingress},
+		{"listen.admin", c.Listen.Admin},
+	} {
+		host, port, err := net.SplitHostPort(l.addr)
+		if err != nil {
+			bad(l.path, l.addr, "must be host:port, like 127.0.0.1:15001")
+			continue
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 0 || p > 65535 {
+			bad(l.path, l.addr, "must have a port between 0 and 65535")
+			continue
+		}
+		// Port 0 asks the kernel for a free port, so it never collides. A
+		// wildcard host takes the port on every address, so it collides
+		// with any host.
+		for _, o := range seen {
+			if p != 0 && o.port == p && (o.host == host || wildcard(o.host) || wildcard(host)) {
+				bad(l.path, l.addr, "must not use the same port as "+o.path)
+				break
+			}
+		}
+		seen = append(seen, listener{l.path, host, p})
+	}
+}
+
+func wildcard(host string) bool {
+	return host == "" || host == "0.0.0.0" || host == "::"
+}
+
+func (c *Config) validateStore(bad badFunc) {
+	if r := c.Store.Redis; r != nil {
+		switch {
+		case r.URL == "" && len(r.Addrs) == 0:
+			bad("store.redis", nil, "must set url (single node) or addrs (Sentinel with master_name, or Cluster)")
+		case r.URL != "" && len(r.Addrs) > 0:
+			bad("store.redis.url", redact(r.URL), "must not be set together with store.redis.addrs")
+		case r.URL != "":
+			if err := checkRedisURL(r.URL); err != nil {
+				bad("store.redis.url", redact(r.URL), err.Error())
+			}
+			if r.MasterName != "" {
+				bad("store.redis.master_name", r.MasterName, "must be used with addrs (the Sentinel addresses), not url")
+			}
+		}
+		for i, a := range r.Addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				bad(fmt.Sprintf("store.redis.addrs[%d]", i), a, "must be host:port, like 10.0.0.1:6379")
+			}
+		}
+		if r.DB < 0 {
+			bad("store.redis.db", r.DB, "must be >= 0")
+		} else if r.DB != 0 && len(r.Addrs) > 1 && r.MasterName == "" {
+			bad("store.redis.db", r.DB, "must be 0 with Redis Cluster (several addrs and no master_name)")
+		}
+		if r.PoolSize < 0 {
+			bad("store.redis.pool_size", r.PoolSize, "must be >= 0")
+		}
+		if r.DialTimeout < 0 {
+			bad("store.redis.dial_timeout", r.DialTimeout.D().String(), "must be a duration >= 0")
+		}
+		if r.OpTimeout < 0 {
+			bad("store.redis.op_timeout", r.OpTimeout.D().String(), "must be a duration >= 0")
+		}
+	}
+	if c.Store.Memory.MaxEntries < 0 {
+		bad("store.memory.max_entries", c.Store.Memory.MaxEntries, "must be >= 0")
+	}
+	if c.Store.Memory.MaxBytes < 0 {
+		bad("store.memory.max_bytes", c.Store.Memory.MaxBytes, "must be >= 0")
+	}
+}
+
+func (c *Config) validatePeers(bad badFunc) {
+	names := make([]string, 0, len(c.Peers))
+	for name := range c.Peers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := c.Peers[name]
+		path := "peers." + name
+		switch {
+		case !agentName.MatchString(name):
+			bad(path, name, "the peer's name "+expectName)
+		case name == c.Agent:
+			bad(path, name, "must not be this Baton's own agent")
+		}
+		if p.URL == "" {
+			bad(path+".url", nil, "must be set to the http(s) URL of the peer's Baton ingress, like http://10.0.0.7:15006")
+		} else if u, err := parseHTTPURL(p.URL); err != nil {
+			bad(path+".url", redact(p.URL), "must be the http(s) URL of the peer's Baton ingress ("+err.Error()+")")
+		} else {
+			p.ParsedURL = u
+			c.Peers[name] = p
+		}
+	}
+}
+
+func (c *Config) validateEdges(bad badFunc) {
+	to, from := map[string]int{}, map[string]int{}
+	for i, e := range c.Edges {
+		path := fmt.Sprintf("edges[%d]", i)
+		switch {
+		case e.To == "" && e.From == "":
+			bad(path, nil, "must set to (an outbound edge) or from (an inbound edge)")
+		case e.To != "" && e.From != "":
+			bad(path, nil, fmt.Sprintf("must set only one of to and from, got to %q and from %q", e.To, e.From))
+		case e.To != "":
+			if _, ok := c.Peers[e.To]; !ok {
+				bad(path+".to", e.To, "must name a peer under peers")
+			} else if j, dup := to[e.To]; dup {
+				bad(path+".to", e.To, fmt.Sprintf("must not repeat edges[%d]", j))
+			} else {
+				to[e.To] = i
+			}
+		default:
+			if !agentName.MatchString(e.From) {
+				bad(path+".from", e.From, expectName)
+			} else if e.From == c.Agent {
+				bad(path+".from", e.From, "must not be this Baton's own agent")
+			} else if j, dup := from[e.From]; dup {
+				bad(path+".from", e.From, fmt.Sprintf("must not repeat edges[%d]", j))
+			} else {
+				from[e.From] = i
+			}
+		}
+		if e.MaxHops < 1 || e.MaxHops > 255 {
+			bad(path+".max_hops", e.MaxHops, "must be between 1 and 255")
+		}
+	}
 }
 
 func parseHTTPURL(s string) (*url.URL, error) {
-	if s == "" {
-		return nil, errors.New("empty")
+	if !strings.Contains(s, "://") {
+		return nil, errors.New("no http:// or https://")
 	}
 	u, err := url.Parse(s)
 	if err != nil {
@@ -209,6 +292,47 @@ func parseHTTPURL(s string) (*url.URL, error) {
 		return nil, errors.New("no query or fragment allowed")
 	}
 	return u, nil
+}
+
+func checkRedisURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return errors.New("must be a redis://, rediss:// or unix:// URL")
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Host == "" {
+			return errors.New("must name a host, like redis://127.0.0.1:6379/0")
+		}
+	case "unix":
+		if u.Path == "" {
+			return errors.New("must name a socket path, like unix:///run/redis.sock")
+		}
+	default:
+		return errors.New("must be a redis://, rediss:// or unix:// URL")
+	}
+	return nil
+}
+
+// redact hides a password in a URL, so that a problem report can be pasted
+// into an issue: redis://:secret@host becomes redis://:xxxxx@host.
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+		return s
+	}
+	// Unparseable: hide everything between the scheme and the last '@'.
+	at := strings.LastIndex(s, "@")
+	if at < 0 {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 && i < at {
+		start = i + 3
+	}
+	return s[:start] + "xxxxx" + s[at:]
 }
 
 func checkAllow(a string) error {
