@@ -35,6 +35,7 @@ type Config struct {
 	Peers    map[string]Peer `yaml:"peers"`
 	External External        `yaml:"external"`
 	Edges    []Edge          `yaml:"edges"`
+	Dedupe   Dedupe          `yaml:"dedupe"`
 	Limits   Limits          `yaml:"limits"`
 	Timeouts Timeouts        `yaml:"timeouts"`
 
@@ -108,6 +109,8 @@ type Edge struct {
 	// the key is absent from the file, decoding sets DefaultMaxHops; an
 	// explicit 0 stays 0 and Validate rejects it.
 	MaxHops int `yaml:"max_hops"`
+	// Dedupe overrides the top-level dedupe block for an inbound edge.
+	Dedupe *Dedupe `yaml:"dedupe"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is

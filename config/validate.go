@@ -110,6 +110,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateEdges(bad)
+	validateDedupe(bad, "dedupe", &c.Dedupe)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")
@@ -271,6 +272,10 @@ func (c *Config) validateEdges(bad badFunc) {
 		if e.MaxHops < 1 || e.MaxHops > 255 {
 			bad(path+".max_hops", e.MaxHops, "must be between 1 and 255")
 		}
+		if e.Dedupe != nil && e.To != "" {
+			bad(path+".dedupe", nil, "applies to inbound edges (from) only: the receiver's Baton keeps the window")
+		}
+		validateDedupe(bad, path+".dedupe", e.Dedupe)
 	}
 }
 

@@ -40,8 +40,14 @@ func AccessLog(log *slog.Logger, side Side, agent string) func(http.Handler) htt
 						slog.String("side", side.String()), slog.Any("panic", v),
 						slog.String("stack", string(debug.Stack())))
 					if rec.status == 0 {
-						problem.Write(rec, r, problem.Internal, "Baton hit an internal error; see its log")
+						d := problem.New(r, problem.Internal, "Baton hit an internal error; see its log")
+						if d.TraceID == "" {
+							// r is outside Trace's span; Info has its id.
+							d.TraceID = in.TraceID
+						}
+						d.Write(rec)
 					} else {
+						logLine(log, r, in, rec, "panic after the response started")
 						panic(http.ErrAbortHandler)
 					}
 				}
@@ -79,6 +85,9 @@ func logLine(log *slog.Logger, r *http.Request, in *Info, rec *recorder, abort s
 	}
 	if in.Key != "" {
 		attrs = append(attrs, slog.String("idempotency_key", in.Key), slog.Bool("key_derived", in.KeyDerived))
+	}
+	if in.Dedupe != "" {
+		attrs = append(attrs, slog.String("dedupe", string(in.Dedupe)))
 	}
 	if in.Err != nil {
 		attrs = append(attrs, slog.String("error", in.Err.Error()))

@@ -52,6 +52,10 @@ type Info struct {
 	KeyDerived bool
 	// TraceID is the hex trace id of Baton's span.
 	TraceID string
+	// Dedupe is what the ingress dedupe window did with the request.
+	Dedupe DedupeOutcome
+	// RPC is set when the request is JSON-RPC (A2A).
+	RPC *RPC
 	// Err is the transport error, if any, for the access log.
 	Err error
 

@@ -12,6 +12,7 @@ package middleware
 
 import (
 	"net/http"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -43,10 +44,21 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
+			// Two traceparent lines combine into one invalid value, and
+			// tracestate may be split over several lines (W3C §3.2, §3.3;
+			// the propagator reads only the first line of each).
+			if len(r.Header[HeaderTraceparent]) > 1 {
+				r.Header.Del(HeaderTraceparent)
+			}
+			if ts := r.Header[HeaderTracestate]; len(ts) > 1 {
+				r.Header[HeaderTracestate] = []string{strings.Join(ts, ",")}
+			}
 			carrier := propagation.HeaderCarrier(r.Header)
 			ctx := prop.Extract(r.Context(), carrier)
-			// An invalid traceparent invalidates tracestate too (W3C §3.3).
-			if !trace.SpanContextFromContext(ctx).IsValid() {
+			// An invalid traceparent invalidates tracestate too, and a
+			// tracestate that does not parse is discarded rather than passed
+			// on; Inject writes back the one that parsed.
+			if sc := trace.SpanContextFromContext(ctx); !sc.IsValid() || sc.TraceState().Len() == 0 {
 				r.Header.Del(HeaderTracestate)
 			}
 

@@ -36,6 +36,10 @@ const (
 	UpstreamUnavailable Class = "upstream-unavailable"
 	UpstreamTimeout     Class = "upstream-timeout"
 	StoreUnavailable    Class = "store-unavailable"
+	KeyRequired         Class = "idempotency-key-required"
+	InFlight            Class = "request-in-flight"
+	KeyMismatch         Class = "idempotency-key-mismatch"
+	NotRetained         Class = "response-not-retained"
 	NotReady            Class = "not-ready"
 	NotFound            Class = "not-found"
 	Internal            Class = "internal"
@@ -44,22 +48,27 @@ const (
 type classInfo struct {
 	title  string
 	status int
+	rpc    int // JSON-RPC error code on A2A paths
 }
 
 var classes = map[Class]classInfo{
-	BadRequest:          {"Malformed request", http.StatusBadRequest},
-	BadIdempotencyKey:   {"Malformed Idempotency-Key", http.StatusBadRequest},
-	BadHop:              {"Malformed Baton-Hop", http.StatusBadRequest},
-	UnknownDestination:  {"Destination not allowed", http.StatusForbidden},
-	DeniedAddress:       {"Destination address refused", http.StatusForbidden},
-	BodyTooLarge:        {"Request body too large", http.StatusRequestEntityTooLarge},
-	HopLimit:            {"Handoff hop limit exceeded", http.StatusLoopDetected},
-	UpstreamUnavailable: {"Upstream refused or failed", http.StatusBadGateway},
-	UpstreamTimeout:     {"Upstream timed out", http.StatusGatewayTimeout},
-	StoreUnavailable:    {"State store unavailable", http.StatusServiceUnavailable},
-	NotReady:            {"Not ready", http.StatusServiceUnavailable},
-	NotFound:            {"Not found", http.StatusNotFound},
-	Internal:            {"Internal error", http.StatusInternalServerError},
+	BadRequest:          {"Malformed request", http.StatusBadRequest, -32600},
+	BadIdempotencyKey:   {"Malformed Idempotency-Key", http.StatusBadRequest, -32050},
+	KeyRequired:         {"Idempotency-Key required", http.StatusBadRequest, -32051},
+	InFlight:            {"Request with this key in flight", http.StatusConflict, -32052},
+	KeyMismatch:         {"Idempotency-Key reused for a different request", http.StatusUnprocessableEntity, -32053},
+	NotRetained:         {"Response not retained", http.StatusConflict, -32054},
+	BadHop:              {"Malformed Baton-Hop", http.StatusBadRequest, -32600},
+	UnknownDestination:  {"Destination not allowed", http.StatusForbidden, -32060},
+	DeniedAddress:       {"Destination address refused", http.StatusForbidden, -32060},
+	BodyTooLarge:        {"Request body too large", http.StatusRequestEntityTooLarge, -32061},
+	HopLimit:            {"Handoff hop limit exceeded", http.StatusLoopDetected, -32062},
+	UpstreamUnavailable: {"Upstream refused or failed", http.StatusBadGateway, -32063},
+	UpstreamTimeout:     {"Upstream timed out", http.StatusGatewayTimeout, -32064},
+	StoreUnavailable:    {"State store unavailable", http.StatusServiceUnavailable, -32065},
+	NotReady:            {"Not ready", http.StatusServiceUnavailable, -32065},
+	NotFound:            {"Not found", http.StatusNotFound, -32601},
+	Internal:            {"Internal error", http.StatusInternalServerError, -32603},
 }
 
 // Type returns the class's type URI.
@@ -74,6 +83,14 @@ func (c Class) Status() int {
 		return s
 	}
 	return http.StatusInternalServerError
+}
+
+// RPCCode returns the JSON-RPC error code of the class, used on A2A paths.
+func (c Class) RPCCode() int {
+	if code := classes[c].rpc; code != 0 {
+		return code
+	}
+	return -32603
 }
 
 // Classes lists every class, for documentation checks.
@@ -96,12 +113,14 @@ type Details struct {
 	// Extra holds class-specific members (record_id, violations, …),
 	// written beside the standard ones.
 	Extra map[string]any `json:"-"`
+
+	class Class
 }
 
 // New builds the document for class c on request r. The trace id comes from
 // the span in r's context, when there is one.
 func New(r *http.Request, c Class, detail string) *Details {
-	d := &Details{Type: c.Type(), Title: c.Title(), Status: c.Status(), Detail: detail}
+	d := &Details{Type: c.Type(), Title: c.Title(), Status: c.Status(), Detail: detail, class: c}
 	if r != nil {
 		d.Instance = r.URL.Path
 		if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
@@ -153,6 +172,39 @@ func (d *Details) Write(w http.ResponseWriter) {
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Encoding")
 	w.WriteHeader(d.Status)
+	_, _ = w.Write(body)
+}
+
+// WriteRPC sends d as a JSON-RPC 2.0 error response to the request with id
+// (A2A paths): HTTP 200, as JSON-RPC clients expect, with the class's code,
+// its title as the message and the whole problem document as data. Headers
+// already set on w (Retry-After, …) are kept.
+func (d *Details) WriteRPC(w http.ResponseWriter, id json.RawMessage) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int      `json:"code"`
+			Message string   `json:"message"`
+			Data    *Details `json:"data"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int      `json:"code"`
+		Message string   `json:"message"`
+		Data    *Details `json:"data"`
+	}{d.class.RPCCode(), d.Title, d}})
+	if err != nil {
+		d.Write(w)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }
 

@@ -70,16 +70,18 @@ func TestHandoffCarriesTraceIdentityHopAndKey(t *testing.T) {
 		t.Fatalf("Idempotency-Key %q is not a derived sf-string key", key)
 	}
 
-	// The agent retries the same handoff in the same trace: same key.
+	// The agent retries the same handoff in the same trace: the same key, so
+	// the receiver's window answers and the agent is not called again.
 	hdr["Traceparent"] = []string{"00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"}
-	send(t, p.a.EgressAddr(), "summarizer", "POST", "/tasks?x=1", `{"task":"summarise"}`, hdr)
-	if k2 := got.last(t).Header.Get("Idempotency-Key"); k2 != key {
-		t.Errorf("retry key %s != first key %s", k2, key)
+	retry := send(t, p.a.EgressAddr(), "summarizer", "POST", "/tasks?x=1", `{"task":"summarise"}`, hdr)
+	if retry.Header.Get("Idempotent-Replayed") != "true" || got.count() != 1 {
+		t.Errorf("retry: Idempotent-Replayed %q, agent calls %d: want a replay of the same key",
+			retry.Header.Get("Idempotent-Replayed"), got.count())
 	}
 	// A different body is a different handoff: a different key.
 	send(t, p.a.EgressAddr(), "summarizer", "POST", "/tasks?x=1", `{"task":"other"}`, hdr)
-	if k3 := got.last(t).Header.Get("Idempotency-Key"); k3 == key {
-		t.Error("a different body got the same key")
+	if k3 := got.last(t).Header.Get("Idempotency-Key"); k3 == key || got.count() != 2 {
+		t.Errorf("a different body: key %s (first %s), agent calls %d", k3, key, got.count())
 	}
 }
 
@@ -100,10 +102,15 @@ func TestAgentKeyKeptAndA2AKeyDerived(t *testing.T) {
 	json := http.Header{"Content-Type": {"application/json"}}
 	send(t, p.a.EgressAddr(), "summarizer", "POST", "/a2a", a2a("SendMessage", "m-1"), json)
 	k1 := got.last(t).Header.Get("Idempotency-Key")
-	// A new trace (no traceparent) but the same message id: the same key.
-	send(t, p.a.EgressAddr(), "summarizer", "POST", "/a2a", a2a("SendMessage", "m-1"), json)
-	if k2 := got.last(t).Header.Get("Idempotency-Key"); k2 != k1 || !strings.HasPrefix(k1, `"a2a-`) {
-		t.Errorf("A2A keys %s and %s: want the same a2a- key", k1, k2)
+	if !strings.HasPrefix(k1, `"a2a-`) {
+		t.Errorf("A2A key %s: want an a2a- key", k1)
+	}
+	// A new trace (no traceparent) but the same message id: the same key,
+	// so the receiver's window replays instead of calling the agent.
+	n := got.count()
+	again := send(t, p.a.EgressAddr(), "summarizer", "POST", "/a2a", a2a("SendMessage", "m-1"), json)
+	if again.Header.Get("Idempotent-Replayed") != "true" || got.count() != n {
+		t.Errorf("resent A2A message was not recognised as the same handoff")
 	}
 	send(t, p.a.EgressAddr(), "summarizer", "POST", "/a2a", a2a("message/send", "m-2"), json)
 	if k3 := got.last(t).Header.Get("Idempotency-Key"); k3 == k1 || !strings.HasPrefix(k3, `"a2a-`) {

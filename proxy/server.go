@@ -110,6 +110,7 @@ func New(o Options) (*Server, error) {
 		tracing,
 		middleware.HopGuard(maxHops, book, o.Logger),
 		middleware.Limit(c.Limits.MaxBodyBytes),
+		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
 	).Handler(ingressProxy)
 
 	s.egress = s.httpServer(eg, errLog)
@@ -203,6 +204,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("proxy: shutdown: %w", err)
 	}
 	return nil
+}
+
+// dedupePolicies resolves the dedupe window of every inbound edge once; a
+// sender without an edge of its own gets the top-level settings.
+func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy {
+	build := func(d config.Dedupe) *middleware.DedupePolicy {
+		if !*d.Enabled {
+			return nil
+		}
+		return &middleware.DedupePolicy{
+			Methods: d.Methods, Window: d.Window.D(), Lease: d.Lease.D(),
+			ReplayErrors: *d.ReplayErrors, RequireKey: *d.RequireKey,
+			FailOpen: d.OnStoreError == config.FailOpen, MaxResponseBytes: d.MaxResponseBytes,
+		}
+	}
+	byEdge := map[string]*middleware.DedupePolicy{}
+	for _, e := range c.Edges {
+		if e.From != "" {
+			byEdge[e.From] = build(c.DedupeFor(e.From))
+		}
+	}
+	fallback := build(c.DedupeFor(""))
+	return func(from string) *middleware.DedupePolicy {
+		if p, ok := byEdge[from]; ok {
+			return p
+		}
+		return fallback
+	}
 }
 
 // routedTransport sends handoffs over the peer transport and external

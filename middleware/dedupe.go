@@ -1,0 +1,380 @@
+package middleware
+
+// Dedupe is the ingress dedupe window: delivery to the local agent is at most
+// once per (sender, edge, Idempotency-Key) for the length of the window.
+// For a covered method carrying a key it claims the key in the store, as a
+// lease renewed while the request runs, before the agent sees anything. The
+// agent's final response (2xx–4xx; 5xx too with ReplayErrors) is stored for
+// the window and replayed to duplicates with Idempotent-Replayed: true; a 5xx
+// or no response releases the claim so that a retry can run again. A
+// duplicate while the first is in flight gets 409 with Retry-After; the same
+// key with a different fingerprint (method, target, body digest) gets 422;
+// a missing key where RequireKey is set gets 400. On A2A JSON-RPC requests
+// those answers are JSON-RPC error objects.
+//
+// Once a claim is held the agent's response is captured even if the client
+// goes away: the upstream call is detached from the client's cancellation and
+// the capture goes on, so the result is stored for the retry rather than
+// lost (and re-executed). Responses are captured up to MaxResponseBytes; a
+// longer one is stored without its body and a duplicate is told so.
+//
+// It sits after HopGuard (it needs the sender) and Limit (it buffers the
+// capped body). When the store fails it fails closed (503, nothing
+// delivered) unless the edge says FailOpen.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/batonproxy/baton/problem"
+)
+
+// HeaderReplayed marks a response replayed from the dedupe window.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// DedupePolicy is the dedupe configuration of one inbound edge.
+type DedupePolicy struct {
+	Methods          []string      // covered methods, upper case
+	Window           time.Duration // how long a final response is kept
+	Lease            time.Duration // in-flight claim TTL, renewed every Lease/3
+	ReplayErrors     bool          // store 5xx responses too
+	RequireKey       bool          // 400 for a covered request without a key
+	FailOpen         bool          // deliver when the store is down
+	MaxResponseBytes int64         // response body capture cap
+}
+
+func (p *DedupePolicy) covers(method string) bool {
+	for _, m := range p.Methods {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}
+
+// DedupeStore is what the window needs of the state store.
+type DedupeStore interface {
+	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, []byte, error)
+	Renew(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error)
+	Swap(ctx context.Context, key string, prev, next []byte, ttl time.Duration) (bool, error)
+	Release(ctx context.Context, key string, val []byte) (bool, error)
+}
+
+// DedupeOutcome names what the window did with a request, for logs and
+// metrics.
+type DedupeOutcome string
+
+// The outcomes.
+const (
+	DedupeClaimed    DedupeOutcome = "claimed"
+	DedupeReplayed   DedupeOutcome = "replayed"
+	DedupeConflict   DedupeOutcome = "conflict"
+	DedupeMismatch   DedupeOutcome = "mismatch"
+	DedupeStoreError DedupeOutcome = "store_error"
+	DedupeMissingKey DedupeOutcome = "missing_key"
+)
+
+// Dedupe returns the ingress dedupe middleware. policy returns the policy of
+// the inbound edge from a sender, or nil when the edge has none.
+func Dedupe(store DedupeStore, policy func(from string) *DedupePolicy, log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		d := &dedupe{store: store, policy: policy, log: log, next: next}
+		return http.HandlerFunc(d.serve)
+	}
+}
+
+type dedupe struct {
+	store  DedupeStore
+	policy func(string) *DedupePolicy
+	log    *slog.Logger
+	next   http.Handler
+}
+
+func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
+	in := info(r)
+	pol := d.policy(in.From)
+	if pol == nil || !pol.covers(r.Method) {
+		d.next.ServeHTTP(w, r)
+		return
+	}
+	vs := r.Header[HeaderIdempotencyKey]
+	if len(vs) == 0 {
+		if pol.RequireKey {
+			in.Dedupe = DedupeMissingKey
+			refuse(w, r, problem.New(r, problem.KeyRequired,
+				"edge "+in.Edge()+" requires an Idempotency-Key on "+r.Method))
+			return
+		}
+		d.next.ServeHTTP(w, r)
+		return
+	}
+	key, err := ParseKey(vs)
+	if err != nil {
+		refuse(w, r, problem.New(r, problem.BadIdempotencyKey, err.Error()))
+		return
+	}
+	in.Key = key
+	body, err := readBody(r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			BodyTooLarge(w, r, tooBig.Limit)
+			return
+		}
+		in.Err = err
+		problem.Write(w, r, problem.BadRequest, "reading the request body failed")
+		return
+	}
+	sniffRPC(in, r, body)
+	fp := fingerprint(r, body)
+	skey := dedupeKey(in.From, in.To, key)
+	pending := encodePending(fp)
+
+	ok, cur, err := d.store.Claim(r.Context(), skey, pending, pol.Lease)
+	if err != nil {
+		d.storeFailed(w, r, in, pol, err)
+		return
+	}
+	if !ok {
+		d.duplicate(w, r, in, fp, cur)
+		return
+	}
+	in.Dedupe = DedupeClaimed
+	d.deliver(w, r, in, pol, skey, pending)
+}
+
+// storeFailed applies the edge's on_store_error choice.
+func (d *dedupe) storeFailed(w http.ResponseWriter, r *http.Request, in *Info, pol *DedupePolicy, err error) {
+	in.Dedupe, in.Err = DedupeStoreError, err
+	d.log.LogAttrs(r.Context(), slog.LevelError, "dedupe store unavailable",
+		slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
+		slog.Bool("fail_open", pol.FailOpen), slog.String("error", err.Error()))
+	if pol.FailOpen {
+		d.next.ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	problem.Write(w, r, problem.StoreUnavailable,
+		"the dedupe window cannot be checked, so the handoff was not delivered; retry later")
+}
+
+// duplicate answers a request whose key is already claimed or completed.
+func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp [32]byte, cur []byte) {
+	e, err := decodeEntry(cur)
+	if err != nil {
+		// Unreadable entry: refuse rather than risk a second delivery.
+		in.Dedupe, in.Err = DedupeConflict, err
+		w.Header().Set("Retry-After", "1")
+		refuse(w, r, problem.New(r, problem.InFlight, "the idempotency key is held by an entry Baton cannot read"))
+		return
+	}
+	if e.fp != fp {
+		in.Dedupe = DedupeMismatch
+		refuse(w, r, problem.New(r, problem.KeyMismatch,
+			"this Idempotency-Key was first used with a different request (method, target or body)"))
+		return
+	}
+	switch e.state {
+	case statePending:
+		in.Dedupe = DedupeConflict
+		w.Header().Set("Retry-After", "1")
+		refuse(w, r, problem.New(r, problem.InFlight,
+			"a request with this Idempotency-Key is still being processed; retry after it completes"))
+	case stateNotRetained:
+		in.Dedupe = DedupeReplayed
+		refuse(w, r, problem.New(r, problem.NotRetained,
+			"a request with this Idempotency-Key completed with status "+strconv.Itoa(e.status)+
+				", but its response was larger than the window keeps").With("original_status", e.status))
+	default:
+		in.Dedupe = DedupeReplayed
+		h := w.Header()
+		for _, kv := range e.headers {
+			h[kv[0]] = append(h[kv[0]], kv[1])
+		}
+		h.Set(HeaderReplayed, "true")
+		h.Set("Content-Length", strconv.Itoa(len(e.body)))
+		w.WriteHeader(e.status)
+		_, _ = w.Write(e.body)
+	}
+}
+
+// deliver forwards a claimed request, renewing the lease meanwhile, and
+// stores or releases the claim by the outcome.
+func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *DedupePolicy, skey string, pending []byte) {
+	// The claim outlives the client: detach the upstream call from its
+	// cancellation so the agent's answer is captured for the retry.
+	ctx := context.WithoutCancel(r.Context())
+	stop := d.renew(ctx, skey, pending, pol.Lease, in)
+	cw := &captureWriter{ResponseWriter: w, limit: pol.MaxResponseBytes}
+	completed := false
+	defer func() {
+		stop()
+		v := recover()
+		d.settle(ctx, in, pol, skey, pending, cw, completed && v == nil)
+		if v != nil {
+			panic(v)
+		}
+	}()
+	d.next.ServeHTTP(cw, r.WithContext(ctx))
+	completed = !cw.hijacked
+}
+
+// renew keeps the lease alive every Lease/3 until stop is called.
+func (d *dedupe) renew(ctx context.Context, skey string, pending []byte, lease time.Duration, in *Info) (stop func()) {
+	done := make(chan struct{})
+	var once sync.Once
+	go func() {
+		t := time.NewTicker(lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ok, err := d.store.Renew(ctx, skey, pending, lease)
+				if err != nil || !ok {
+					d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe lease not renewed",
+						slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
+						slog.Bool("lost", !ok && err == nil), slog.Any("error", err))
+				}
+			}
+		}
+	}()
+	return func() { once.Do(func() { close(done) }) }
+}
+
+// settle stores a final response for the window, or releases the claim.
+func (d *dedupe) settle(ctx context.Context, in *Info, pol *DedupePolicy, skey string, pending []byte, cw *captureWriter, completed bool) {
+	final := completed && cw.status >= 200 && (cw.status < 500 || pol.ReplayErrors)
+	var err error
+	if final {
+		var ok bool
+		ok, err = d.store.Swap(ctx, skey, pending, encodeComplete(pending, cw), pol.Window)
+		if err == nil && !ok {
+			err = errors.New("lease lapsed before the response was stored")
+		}
+	} else {
+		_, err = d.store.Release(ctx, skey, pending)
+	}
+	if err != nil {
+		d.log.LogAttrs(ctx, slog.LevelError, "dedupe window not updated",
+			slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
+			slog.Bool("final", final), slog.String("error", err.Error()))
+	}
+}
+
+// dedupeKey scopes a key by (sender, edge) and hashes it to a fixed length;
+// the hash is the Redis Cluster hash tag.
+func dedupeKey(from, to, key string) string {
+	h := sha256.New()
+	writeField(h, from)
+	writeField(h, to)
+	writeField(h, key)
+	var sum [32]byte
+	return "idem:{" + hex.EncodeToString(h.Sum(sum[:0])[:16]) + "}"
+}
+
+// DedupeKey exposes the store key of (from, to, key), for tests and tools.
+func DedupeKey(from, to, key string) string { return dedupeKey(from, to, key) }
+
+// fingerprint digests what makes two requests the same request.
+func fingerprint(r *http.Request, body []byte) [32]byte {
+	h := sha256.New()
+	writeField(h, r.Method)
+	writeField(h, r.URL.RequestURI())
+	b := sha256.Sum256(body)
+	h.Write(b[:])
+	var fp [32]byte
+	h.Sum(fp[:0])
+	return fp
+}
+
+// captureWriter passes the response through while keeping a copy of status,
+// headers and up to limit bytes of body. After the client has gone it keeps
+// capturing and reports success to the proxy, so the agent's whole answer
+// still reaches the window.
+type captureWriter struct {
+	http.ResponseWriter
+	limit    int64
+	status   int
+	header   http.Header
+	body     bytes.Buffer
+	over     bool
+	gone     bool
+	hijacked bool
+}
+
+func (c *captureWriter) WriteHeader(code int) {
+	if c.status == 0 && code >= 200 {
+		c.status = code
+		c.header = c.ResponseWriter.Header().Clone()
+	}
+	if !c.gone {
+		c.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (c *captureWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	if !c.over {
+		if int64(c.body.Len()+len(b)) > c.limit {
+			c.over = true
+			c.body = bytes.Buffer{}
+		} else {
+			c.body.Write(b)
+		}
+	}
+	if !c.gone {
+		if _, err := c.ResponseWriter.Write(b); err != nil {
+			c.gone = true
+		}
+	}
+	return len(b), nil
+}
+
+func (c *captureWriter) Flush() {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	if !c.gone {
+		if err := http.NewResponseController(c.ResponseWriter).Flush(); err != nil {
+			c.gone = true
+		}
+	}
+}
+
+// Hijack hands the connection over for a protocol upgrade, which ends the
+// capture: an upgraded exchange is never stored.
+func (c *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c.hijacked = true
+	conn, rw, err := http.NewResponseController(c.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("dedupe: hijack: %w", err)
+	}
+	return conn, rw, nil
+}
+
+// Unwrap exposes the underlying writer to http.ResponseController.
+func (c *captureWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// newOwner returns random bytes that make a pending claim unique to its
+// holder.
+func newOwner() [16]byte {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return b
+}

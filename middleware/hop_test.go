@@ -1,0 +1,417 @@
+package middleware
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/batonproxy/baton/problem"
+)
+
+// memBook is an in-memory HopBook; err, when set, makes both methods fail
+// as a store that cannot be reached would.
+type memBook struct {
+	mu   sync.Mutex
+	hops map[string]int
+	err  error
+	// reads counts InboundHop calls.
+	reads int
+}
+
+func newMemBook(hops map[string]int) *memBook {
+	if hops == nil {
+		hops = map[string]int{}
+	}
+	return &memBook{hops: hops}
+}
+
+func (b *memBook) InboundHop(_ context.Context, traceID string) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reads++
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.hops[traceID], nil
+}
+
+func (b *memBook) RememberInbound(_ context.Context, traceID string, hop int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return b.err
+	}
+	b.hops[traceID] = hop
+	return nil
+}
+
+func (b *memBook) hop(traceID string) (int, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.hops[traceID]
+	return h, ok
+}
+
+var errStoreDown = errors.New("store: connection refused")
+
+func TestParseHop(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		values []string // nil: header absent
+		want   int
+		ok     bool
+	}{
+		{name: "absent is hop 1", values: nil, want: 1, ok: true},
+		{name: "empty counts as absent", values: []string{""}, want: 1, ok: true},
+		{name: "one", values: []string{"1"}, want: 1, ok: true},
+		{name: "eight", values: []string{"8"}, want: 8, ok: true},
+		{name: "four digits", values: []string{"9999"}, want: 9999, ok: true},
+		{name: "surrounding space trimmed", values: []string{" 3\t"}, want: 3, ok: true},
+		{name: "leading zero", values: []string{"07"}, want: 7, ok: true},
+		{name: "zero", values: []string{"0"}},
+		{name: "zeros", values: []string{"0000"}},
+		{name: "negative", values: []string{"-1"}},
+		{name: "plus sign", values: []string{"+1"}},
+		{name: "letters", values: []string{"abc"}},
+		{name: "digits then letters", values: []string{"1a"}},
+		{name: "five digits", values: []string{"99999"}},
+		{name: "leading zeros past four digits", values: []string{"00001"}},
+		{name: "decimal", values: []string{"1.0"}},
+		{name: "hex", values: []string{"0x1"}},
+		{name: "inner space", values: []string{"1 2"}},
+		{name: "list in one value", values: []string{"1,2"}},
+		{name: "two headers", values: []string{"1", "2"}},
+		{name: "two equal headers", values: []string{"1", "1"}},
+		{name: "non-ASCII digit", values: []string{"١"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := http.Header{}
+			if tc.values != nil {
+				h[HeaderHop] = tc.values
+			}
+			got, ok := parseHop(h)
+			if ok != tc.ok || (ok && got != tc.want) {
+				t.Errorf("parseHop(%q) = %d, %v; want %d, %v", tc.values, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestHopGuard(t *testing.T) {
+	t.Parallel()
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	tests := []struct {
+		name      string
+		agent     []string // Baton-Agent values; nil: absent
+		hop       []string // Baton-Hop values; nil: absent
+		storeErr  error
+		want      int
+		wantClass problem.Class // for refusals
+		wantFrom  string
+		wantHop   int
+	}{
+		{name: "no Baton headers: hop 1 from no one", want: http.StatusOK, wantHop: 1},
+		{name: "hop 1", agent: []string{"analyst"}, hop: []string{"1"}, want: http.StatusOK,
+			wantFrom: "analyst", wantHop: 1},
+		{name: "hop at max", agent: []string{"analyst"}, hop: []string{"8"}, want: http.StatusOK,
+			wantFrom: "analyst", wantHop: 8},
+		{name: "hop past max", agent: []string{"analyst"}, hop: []string{"9"}, want: http.StatusLoopDetected,
+			wantClass: problem.HopLimit, wantHop: 9},
+		{name: "largest hop past max", agent: []string{"analyst"}, hop: []string{"9999"},
+			want: http.StatusLoopDetected, wantClass: problem.HopLimit, wantHop: 9999},
+		{name: "hop 0", agent: []string{"analyst"}, hop: []string{"0"}, want: http.StatusBadRequest,
+			wantClass: problem.BadHop},
+		{name: "hop -1", agent: []string{"analyst"}, hop: []string{"-1"}, want: http.StatusBadRequest,
+			wantClass: problem.BadHop},
+		{name: "hop abc", agent: []string{"analyst"}, hop: []string{"abc"}, want: http.StatusBadRequest,
+			wantClass: problem.BadHop},
+		{name: "hop 99999", agent: []string{"analyst"}, hop: []string{"99999"}, want: http.StatusBadRequest,
+			wantClass: problem.BadHop},
+		{name: "two hop headers", agent: []string{"analyst"}, hop: []string{"1", "2"},
+			want: http.StatusBadRequest, wantClass: problem.BadHop},
+		{name: "malformed agent", agent: []string{"Not An Agent"}, hop: []string{"1"},
+			want: http.StatusBadRequest, wantClass: problem.BadRequest},
+		{name: "two agent headers", agent: []string{"analyst", "planner"}, hop: []string{"1"},
+			want: http.StatusBadRequest, wantClass: problem.BadRequest},
+		{name: "store down: fail open", agent: []string{"analyst"}, hop: []string{"2"}, storeErr: errStoreDown,
+			want: http.StatusOK, wantFrom: "analyst", wantHop: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			book := newMemBook(nil)
+			book.err = tc.storeErr
+			log, logs := logBuffer()
+			var asked []string
+			maxHops := func(from string) int {
+				asked = append(asked, from)
+				return 8
+			}
+			in := &Info{Side: Ingress, Agent: "summarizer", TraceID: trace}
+			r := withInfo(httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{}")), in)
+			if tc.agent != nil {
+				r.Header[HeaderAgent] = tc.agent
+			}
+			if tc.hop != nil {
+				r.Header[HeaderHop] = tc.hop
+			}
+			served := false
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				served = true
+				w.WriteHeader(http.StatusOK)
+			})
+			rec := httptest.NewRecorder()
+			HopGuard(maxHops, book, log)(next).ServeHTTP(rec, r)
+
+			if rec.Code != tc.want {
+				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.want, rec.Body)
+			}
+			if served != (tc.want == http.StatusOK) {
+				t.Errorf("next served = %v with status %d", served, rec.Code)
+			}
+			if in.To != "summarizer" {
+				t.Errorf("Info.To = %q, want this Baton's agent", in.To)
+			}
+			if tc.want != http.StatusOK {
+				doc := readProblem(t, rec, tc.wantClass)
+				if tc.wantClass == problem.HopLimit {
+					if doc["hop"] != float64(tc.wantHop) || doc["max_hops"] != float64(8) {
+						t.Errorf("hop, max_hops = %v, %v; want %d, 8", doc["hop"], doc["max_hops"], tc.wantHop)
+					}
+				}
+				if h, ok := book.hop(trace); ok {
+					t.Errorf("refused handoff remembered as hop %d", h)
+				}
+				return
+			}
+			if in.From != tc.wantFrom || in.Hop != tc.wantHop || in.MaxHops != 8 {
+				t.Errorf("Info From, Hop, MaxHops = %q, %d, %d; want %q, %d, 8",
+					in.From, in.Hop, in.MaxHops, tc.wantFrom, tc.wantHop)
+			}
+			if len(asked) != 1 || asked[0] != tc.wantFrom {
+				t.Errorf("maxHops asked for %q, want [%q]", asked, tc.wantFrom)
+			}
+			logged := strings.Contains(logs.String(), "hop book unavailable")
+			if tc.storeErr != nil {
+				if !logged || !strings.Contains(logs.String(), errStoreDown.Error()) {
+					t.Errorf("store error not logged: %s", logs)
+				}
+				return
+			}
+			if logged {
+				t.Errorf("unexpected warning: %s", logs)
+			}
+			if h, _ := book.hop(trace); h != tc.wantHop {
+				t.Errorf("book remembers hop %d, want %d", h, tc.wantHop)
+			}
+		})
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	t.Parallel()
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	handoff := func() *Info {
+		return &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: trace, MaxHops: 8}
+	}
+	tests := []struct {
+		name     string
+		in       *Info
+		inbound  int // hop of the inbound handoff in the book; 0: none
+		storeErr error
+		want     int
+		wantHop  int // Baton-Hop sent on, or the refused hop
+	}{
+		{name: "first handoff of a trace", in: handoff(), want: http.StatusOK, wantHop: 1},
+		{name: "continues the inbound hop", in: handoff(), inbound: 3, want: http.StatusOK, wantHop: 4},
+		{name: "last hop allowed", in: handoff(), inbound: 7, want: http.StatusOK, wantHop: 8},
+		{name: "inbound at max: 508 before anything leaves", in: handoff(), inbound: 8,
+			want: http.StatusLoopDetected, wantHop: 9},
+		{name: "store down: logged, counts from 1", in: handoff(), inbound: 5, storeErr: errStoreDown,
+			want: http.StatusOK, wantHop: 1},
+		{name: "no limit without MaxHops", in: &Info{Side: Egress, Agent: "analyst", From: "analyst",
+			To: "summarizer", TraceID: trace}, inbound: 100, want: http.StatusOK, wantHop: 101},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			book := newMemBook(nil)
+			if tc.inbound > 0 {
+				book.hops[trace] = tc.inbound
+			}
+			book.err = tc.storeErr
+			log, logs := logBuffer()
+			r := withInfo(httptest.NewRequest(http.MethodPost, "http://summarizer/", nil), tc.in)
+			r.Header.Set(HeaderAgent, "mallory")
+			r.Header.Set(HeaderHop, "1")
+			var got http.Header
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r.Header.Clone()
+			})
+			rec := httptest.NewRecorder()
+			Identity(book, log)(next).ServeHTTP(rec, r)
+
+			if rec.Code != tc.want {
+				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.want, rec.Body)
+			}
+			if tc.in.Hop != tc.wantHop {
+				t.Errorf("Info.Hop = %d, want %d", tc.in.Hop, tc.wantHop)
+			}
+			if tc.want != http.StatusOK {
+				if got != nil {
+					t.Error("a refused handoff went on down the chain")
+				}
+				doc := readProblem(t, rec, problem.HopLimit)
+				if doc["hop"] != float64(tc.wantHop) || doc["max_hops"] != float64(tc.in.MaxHops) {
+					t.Errorf("hop, max_hops = %v, %v; want %d, %d", doc["hop"], doc["max_hops"], tc.wantHop, tc.in.MaxHops)
+				}
+				return
+			}
+			if a, h := got.Values(HeaderAgent), got.Values(HeaderHop); len(a) != 1 || a[0] != "analyst" ||
+				len(h) != 1 || h[0] != strconv.Itoa(tc.wantHop) {
+				t.Errorf("Baton-Agent, Baton-Hop = %q, %q; want [analyst], [%d]", a, h, tc.wantHop)
+			}
+			logged := strings.Contains(logs.String(), "hop book unavailable")
+			if logged != (tc.storeErr != nil) {
+				t.Errorf("warning logged = %v, want %v: %s", logged, tc.storeErr != nil, logs)
+			}
+		})
+	}
+}
+
+func TestIdentityExternalFetch(t *testing.T) {
+	t.Parallel()
+	book := newMemBook(nil)
+	log, _ := logBuffer()
+	in := &Info{Side: Egress, Agent: "analyst", From: "analyst", External: "api.example.com:443", MaxHops: 1}
+	r := withInfo(httptest.NewRequest(http.MethodGet, "https://api.example.com/", nil), in)
+	r.Header.Set(HeaderAgent, "mallory")
+	r.Header.Set(HeaderSignature, "sig1=:AAAA:")
+	var got http.Header
+	Identity(book, log)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+	})).ServeHTTP(httptest.NewRecorder(), r)
+	if got == nil {
+		t.Fatal("external fetch not forwarded")
+	}
+	for _, k := range []string{HeaderAgent, HeaderHop, HeaderSignature} {
+		if v, ok := got[k]; ok {
+			t.Errorf("%s = %q on an external fetch, want none", k, v)
+		}
+	}
+	if book.reads != 0 || in.Hop != 0 {
+		t.Errorf("external fetch consulted the hop book (%d reads) or counted hop %d", book.reads, in.Hop)
+	}
+}
+
+func TestStripBatonHeaders(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// raw is the header block as an agent sends it; it is parsed the way
+		// the server parses it.
+		raw      string
+		extra    http.Header // set on the parsed header as is, uncanonicalised
+		wantGone []string
+		wantKept []string
+	}{
+		{
+			name: "canonical names",
+			raw: "Baton-Agent: mallory\r\nBaton-Hop: 1\r\nBaton-Trust: trusted\r\nBaton-Grant: e30\r\n" +
+				"Signature: sig1=:AAAA:\r\nSignature-Input: sig1=()\r\nContent-Type: application/json\r\n",
+			wantGone: []string{"Baton-Agent", "Baton-Hop", "Baton-Trust", "Baton-Grant", "Signature", "Signature-Input"},
+			wantKept: []string{"Content-Type"},
+		},
+		{
+			name: "case variants on the wire",
+			raw: "baton-agent: mallory\r\nBATON-HOP: 1\r\nbAtOn-TrUsT: trusted\r\nsignature: sig1=:AAAA:\r\n" +
+				"SIGNATURE-INPUT: sig1=()\r\n",
+			wantGone: []string{"Baton-Agent", "Baton-Hop", "Baton-Trust", "Signature", "Signature-Input"},
+		},
+		{
+			name:     "uncanonical Baton-* keys set in process",
+			extra:    http.Header{"baton-agent": {"mallory"}, "BATON-HOP": {"1"}, "baton-grant": {"e30"}},
+			wantGone: []string{"baton-agent", "BATON-HOP", "baton-grant"},
+		},
+		{
+			name: "look-alikes are not Baton's",
+			raw: "X-Baton-Agent: a\r\nBatonic: b\r\nBaton: c\r\nX-Signature: d\r\nSignature-Agent: e\r\n" +
+				"Content-Digest: sha-256=:AAAA:\r\n",
+			wantKept: []string{"X-Baton-Agent", "Batonic", "Baton", "X-Signature", "Signature-Agent", "Content-Digest"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(
+				"POST / HTTP/1.1\r\nHost: summarizer\r\n" + tc.raw + "Content-Length: 0\r\n\r\n")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.extra {
+				r.Header[k] = v
+			}
+			StripBatonHeaders(r.Header)
+			for _, k := range tc.wantGone {
+				if v, ok := r.Header[k]; ok {
+					t.Errorf("%s = %q kept, want stripped", k, v)
+				}
+			}
+			for _, k := range tc.wantKept {
+				if _, ok := r.Header[k]; !ok {
+					t.Errorf("%s stripped, want kept", k)
+				}
+			}
+		})
+	}
+}
+
+func TestValidAgentName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{name: "lowercase word", in: "analyst", want: true},
+		{name: "one letter", in: "a", want: true},
+		{name: "one digit", in: "7", want: true},
+		{name: "starts with a digit", in: "1agent", want: true},
+		{name: "inner hyphen", in: "my-agent", want: true},
+		{name: "inner dot", in: "my.agent", want: true},
+		{name: "inner underscore", in: "my_agent", want: true},
+		{name: "doubled inner separators", in: "a..b", want: true},
+		{name: "63 characters", in: strings.Repeat("a", 63), want: true},
+		{name: "64 characters", in: strings.Repeat("a", 64)},
+		{name: "empty", in: ""},
+		{name: "uppercase", in: "Analyst"},
+		{name: "leading hyphen", in: "-agent"},
+		{name: "trailing hyphen", in: "agent-"},
+		{name: "leading dot", in: ".agent"},
+		{name: "trailing dot", in: "agent."},
+		{name: "leading underscore", in: "_agent"},
+		{name: "lone separator", in: "-"},
+		{name: "space", in: "my agent"},
+		{name: "slash", in: "a/b"},
+		{name: "colon", in: "a:b"},
+		{name: "non-ASCII", in: "agenté"},
+		{name: "NUL", in: "a\x00b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ValidAgentName(tc.in); got != tc.want {
+				t.Errorf("ValidAgentName(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
