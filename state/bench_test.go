@@ -1,0 +1,72 @@
+package state_test
+
+import (
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/state/redistest"
+)
+
+// BenchmarkMemoryClaimSwap measures one lease cycle on the memory store:
+// Claim a key, Swap it to its final value, Release it.
+func BenchmarkMemoryClaimSwap(b *testing.B) {
+	m := state.NewMemory(config.Memory{MaxEntries: config.DefaultMemoryEntries, MaxBytes: config.DefaultMemoryBytes})
+	b.Cleanup(func() { _ = m.Close() })
+	benchClaimSwap(b, m)
+}
+
+// BenchmarkRedisClaimSwap is the same cycle against the shared Redis: three
+// round trips (SET NX GET, EVALSHA, EVALSHA).
+func BenchmarkRedisClaimSwap(b *testing.B) {
+	url := redistest.Shared(b)
+	r := newRedis(b, config.Redis{URL: url, Prefix: testPrefix(b, url)})
+	benchClaimSwap(b, r)
+}
+
+func benchClaimSwap(b *testing.B, s state.Store) {
+	token := []byte("holder-7f3a9c2e4b1d")
+	final := []byte(`{"state":"done","by":"agent-b"}`)
+	var goroutines atomic.Int64
+	cycle := func(b *testing.B, keys []string, i int) {
+		ctx := b.Context()
+		k := keys[i%len(keys)]
+		if ok, _, err := s.Claim(ctx, k, token, time.Minute); err != nil || !ok {
+			b.Fatalf("Claim = %v, %v", ok, err)
+		}
+		if ok, err := s.Swap(ctx, k, token, final, time.Minute); err != nil || !ok {
+			b.Fatalf("Swap = %v, %v", ok, err)
+		}
+		if ok, err := s.Release(ctx, k, final); err != nil || !ok {
+			b.Fatalf("Release = %v, %v", ok, err)
+		}
+	}
+	keysFor := func(g int64) []string {
+		keys := make([]string, 1024)
+		for i := range keys {
+			keys[i] = "bench:{" + strconv.FormatInt(g, 10) + "}:" + strconv.Itoa(i)
+		}
+		return keys
+	}
+	b.Run("serial", func(b *testing.B) {
+		keys := keysFor(goroutines.Add(1))
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			cycle(b, keys, i)
+			i++
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			keys := keysFor(goroutines.Add(1))
+			for i := 0; pb.Next(); i++ {
+				cycle(b, keys, i)
+			}
+		})
+	})
+}

@@ -1,0 +1,192 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix is put in front of every key when config.Redis.Prefix is
+// empty.
+const DefaultPrefix = "baton:"
+
+// Redis is the Store shared by several Batons, on Redis 7.0 or later through
+// a go-redis UniversalClient. Every operation is a single command, script or
+// MULTI block, bounded by the configured op timeout as well as by its
+// context. After a network error or timeout its outcome is unknown: see
+// noRetries for why the client does not replay it.
+type Redis struct {
+	client    redis.UniversalClient
+	prefix    string
+	opTimeout time.Duration
+	renew     *redis.Script
+	swap      *redis.Script
+	release   *redis.Script
+}
+
+// NewRedis builds the client cfg describes: a single node from cfg.URL,
+// Sentinel from cfg.Addrs with cfg.MasterName, or Cluster from several
+// cfg.Addrs. Username, Password and DB, when set, override the URL's.
+// It does not contact Redis; use Ping for that.
+func NewRedis(cfg config.Redis) (*Redis, error) {
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("state: redis: prefix %q must not contain { or }: it would override the hash tags in keys", prefix)
+	}
+	client, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Redis{
+		client:    client,
+		prefix:    prefix,
+		opTimeout: cfg.OpTimeout.D(),
+		renew:     redis.NewScript(renewScript),
+		swap:      redis.NewScript(swapScript),
+		release:   redis.NewScript(releaseScript),
+	}, nil
+}
+
+// noRetries turns off go-redis's command retries. None of the store's writes
+// is idempotent: a Claim, Swap or Release replayed after a lost reply would
+// report failure for what in fact succeeded, and a replayed Append would log
+// twice. Failing is the honest answer; callers decide whether to retry.
+// Dials are still retried (the command was never sent) and stale pooled
+// connections are discarded before use. A Cluster client still follows
+// MOVED and ASK within its redirect budget, and go-redis spends that same
+// budget replaying after network errors; turning it off would break
+// resharding, so on Cluster a replay after a lost reply stays possible.
+const noRetries = -1
+
+func newClient(cfg config.Redis) (redis.UniversalClient, error) {
+	if cfg.URL != "" {
+		if len(cfg.Addrs) > 0 {
+			return nil, errors.New("state: redis: set url or addrs, not both")
+		}
+		opts, err := redis.ParseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("state: redis: parsing url: %w", redactURL(err))
+		}
+		if cfg.Username != "" {
+			opts.Username = cfg.Username
+		}
+		if cfg.Password != "" {
+			opts.Password = cfg.Password
+		}
+		if cfg.DB != 0 {
+			opts.DB = cfg.DB
+		}
+		// Zero leaves what the URL says (dial_timeout=, pool_size=, ...) or
+		// go-redis's default.
+		if d := cfg.DialTimeout.D(); d > 0 {
+			opts.DialTimeout = d
+		}
+		if d := cfg.OpTimeout.D(); d > 0 {
+			opts.ReadTimeout, opts.WriteTimeout = d, d
+		}
+		if cfg.PoolSize > 0 {
+			opts.PoolSize = cfg.PoolSize
+		}
+		opts.ContextTimeoutEnabled = true
+		if opts.MaxRetries == 0 { // the URL may ask for retries (max_retries=N)
+			opts.MaxRetries = noRetries
+		}
+		return redis.NewClient(opts), nil
+	}
+	switch {
+	case len(cfg.Addrs) == 0:
+		return nil, errors.New("state: redis: set url (single node) or addrs (Sentinel or Cluster)")
+	case len(cfg.Addrs) > 1 && cfg.MasterName == "" && cfg.DB != 0:
+		return nil, fmt.Errorf("state: redis: db %d: Redis Cluster has only db 0", cfg.DB)
+	}
+	return redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs:                 cfg.Addrs,
+		MasterName:            cfg.MasterName,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		DB:                    cfg.DB,
+		DialTimeout:           cfg.DialTimeout.D(),
+		ReadTimeout:           cfg.OpTimeout.D(),
+		WriteTimeout:          cfg.OpTimeout.D(),
+		PoolSize:              cfg.PoolSize,
+		MaxRetries:            noRetries,
+		ContextTimeoutEnabled: true,
+	}), nil
+}
+
+// redactURL drops the text of a URL syntax error, which may quote the
+// userinfo and so the password. Other ParseURL errors name only the scheme,
+// the database or a query option and are kept.
+func redactURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return errors.New("malformed URL (details withheld: they may contain the password)")
+	}
+	return err
+}
+
+// Client returns the underlying client, for callers that need specialised
+// commands or scripts. Keys they build must start with Key's prefix.
+func (r *Redis) Client() redis.UniversalClient { return r.client }
+
+// Key returns the Redis key the store uses for key: the prefix, then key, so
+// that a hash tag in key still selects the Cluster slot.
+func (r *Redis) Key(key string) string { return r.prefix + key }
+
+// Ping sends PING.
+func (r *Redis) Ping(ctx context.Context) error {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		return wrapRedis("ping", err)
+	}
+	return nil
+}
+
+// Close closes the client and its connections.
+func (r *Redis) Close() error {
+	if err := r.client.Close(); err != nil {
+		return wrapRedis("close", err)
+	}
+	return nil
+}
+
+// op bounds one operation by the op timeout unless ctx already ends sooner.
+// go-redis's own socket timeouts do not cover its dial retries and backoff,
+// so without this a dead server could hold a request for seconds.
+func (r *Redis) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	if r.opTimeout <= 0 {
+		return ctx, func() {}
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= r.opTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, r.opTimeout)
+}
+
+// wrapRedis names the operation and marks WRONGTYPE replies as ErrWrongKind.
+// go-redis errors never carry the password.
+func wrapRedis(op string, err error) error {
+	if rerr, ok := errors.AsType[redis.Error](err); ok && strings.HasPrefix(rerr.Error(), "WRONGTYPE ") {
+		return fmt.Errorf("state: redis: %s: %w (%w)", op, ErrWrongKind, err)
+	}
+	return fmt.Errorf("state: redis: %s: %w", op, err)
+}
+
+// millis converts a ttl to whole milliseconds for PEXPIRE and PX, rounding
+// up so that a positive ttl never becomes "no expiry"; 0 means none.
+func millis(ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return 0
+	}
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}

@@ -1,0 +1,110 @@
+package state
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Append sends RPUSH and PEXPIRE (PERSIST for no ttl) in one MULTI, so that
+// the log and its TTL change together.
+func (r *Redis) Append(ctx context.Context, key string, val []byte, ttl time.Duration) (int64, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	k := r.Key(key)
+	pipe := r.client.TxPipeline()
+	n := pipe.RPush(ctx, k, val)
+	expireCmd(ctx, pipe, k, ttl)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, wrapRedis("append", err)
+	}
+	return n.Val(), nil
+}
+
+// Range reads the log with LRANGE.
+func (r *Redis) Range(ctx context.Context, key string, start, stop int64) ([][]byte, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	vals, err := r.client.LRange(ctx, r.Key(key), start, stop).Result()
+	if err != nil {
+		return nil, wrapRedis("range", err)
+	}
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		out[i] = []byte(v)
+	}
+	return out, nil
+}
+
+// IndexAdd sends ZADD and PEXPIRE (PERSIST for no ttl) in one MULTI.
+func (r *Redis) IndexAdd(ctx context.Context, key, member string, score float64, ttl time.Duration) error {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	k := r.Key(key)
+	pipe := r.client.TxPipeline()
+	pipe.ZAdd(ctx, k, redis.Z{Score: score, Member: member})
+	expireCmd(ctx, pipe, k, ttl)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return wrapRedis("index add", err)
+	}
+	return nil
+}
+
+// IndexRange reads the index with ZRANGE key min max BYSCORE LIMIT offset
+// count WITHSCORES; Redis orders equal scores by member.
+func (r *Redis) IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]Scored, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	if count <= 0 {
+		count = -1 // LIMIT's "all the rest"
+	}
+	zs, err := r.client.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+		Key:     r.Key(key),
+		Start:   min,
+		Stop:    max,
+		ByScore: true,
+		Offset:  offset,
+		Count:   count,
+	}).Result()
+	if err != nil {
+		return nil, wrapRedis("index range", err)
+	}
+	out := make([]Scored, len(zs))
+	for i, z := range zs {
+		m, _ := z.Member.(string)
+		out[i] = Scored{Member: m, Score: z.Score}
+	}
+	return out, nil
+}
+
+// IndexRemove removes member with ZREM.
+func (r *Redis) IndexRemove(ctx context.Context, key, member string) error {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	if err := r.client.ZRem(ctx, r.Key(key), member).Err(); err != nil {
+		return wrapRedis("index remove", err)
+	}
+	return nil
+}
+
+// IndexCount counts members with ZCARD.
+func (r *Redis) IndexCount(ctx context.Context, key string) (int64, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	n, err := r.client.ZCard(ctx, r.Key(key)).Result()
+	if err != nil {
+		return 0, wrapRedis("index count", err)
+	}
+	return n, nil
+}
+
+// expireCmd queues the command that gives k its ttl: PEXPIRE, or PERSIST
+// when ttl <= 0 means no expiry.
+func expireCmd(ctx context.Context, pipe redis.Pipeliner, k string, ttl time.Duration) {
+	if ms := millis(ttl); ms > 0 {
+		pipe.PExpire(ctx, k, time.Duration(ms)*time.Millisecond)
+		return
+	}
+	pipe.Persist(ctx, k)
+}

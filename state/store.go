@@ -1,0 +1,78 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+)
+
+// ErrNotFound is returned by Get when the key is absent or expired.
+var ErrNotFound = errors.New("state: not found")
+
+// ErrFull is returned by a memory store write when the store is at a bound
+// and everything that could be evicted to make room is a held claim.
+var ErrFull = errors.New("state: memory store full")
+
+// ErrWrongKind is returned when an operation meets a key that holds another
+// kind of data, such as Get on a log or Append on a plain value.
+var ErrWrongKind = errors.New("state: key holds another kind of value")
+
+// Store is Baton's hot-state store. Every method is safe for concurrent use.
+// A ttl <= 0 means no expiry.
+type Store interface {
+	// Claim sets key to val with ttl only if key is absent (atomic). ok=false returns the current value.
+	// A claimed entry is "held": the memory store never evicts it for capacity, only when its TTL lapses.
+	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (ok bool, cur []byte, err error)
+	// Renew extends key's TTL only if its value still equals val (the holder renewing its lease). Stays held.
+	Renew(ctx context.Context, key string, val []byte, ttl time.Duration) (ok bool, err error)
+	// Swap replaces key's value with next (and ttl) only if it currently equals prev (compare-and-set).
+	// The entry stops being held. An absent key never matches.
+	Swap(ctx context.Context, key string, prev, next []byte, ttl time.Duration) (ok bool, err error)
+	// Release deletes key only if its value equals val.
+	Release(ctx context.Context, key string, val []byte) (ok bool, err error)
+	// Get returns a copy of key's value, or ErrNotFound when it is absent or expired.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Set writes key unconditionally; ttl 0 means no expiry. The entry is not held.
+	Set(ctx context.Context, key string, val []byte, ttl time.Duration) error
+	// Delete removes key of any kind; deleting an absent key is not an error.
+	Delete(ctx context.Context, key string) error
+	// Append adds val at the end of the ordered log at key, refreshing the log's ttl; returns the new length.
+	Append(ctx context.Context, key string, val []byte, ttl time.Duration) (int64, error)
+	// Range returns log entries start..stop inclusive, Redis LRANGE semantics (negative indexes from the end).
+	// An absent log is empty.
+	Range(ctx context.Context, key string, start, stop int64) ([][]byte, error)
+	// IndexAdd adds or updates member with score in the sorted index at key, refreshing the index's ttl.
+	IndexAdd(ctx context.Context, key, member string, score float64, ttl time.Duration) error
+	// IndexRange returns members with min <= score <= max in ascending score order (ties by member),
+	// skipping offset, at most count (count<=0: all).
+	IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]Scored, error)
+	// IndexRemove removes member from the index at key; a missing member is not an error.
+	IndexRemove(ctx context.Context, key, member string) error
+	// IndexCount returns the number of members in the index at key (0 when absent).
+	IndexCount(ctx context.Context, key string) (int64, error)
+	// Ping reports whether the store can serve requests.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Scored is an index member with its score.
+type Scored struct {
+	Member string
+	Score  float64
+}
+
+// Open returns the store cfg selects: Redis when cfg.Redis is set, otherwise
+// an in-memory store bounded by cfg.Memory.
+func Open(cfg config.Store) (Store, error) {
+	if cfg.Redis != nil {
+		r, err := NewRedis(*cfg.Redis)
+		if err != nil {
+			return nil, err // already says "state: redis: ..."
+		}
+		return r, nil
+	}
+	return NewMemory(cfg.Memory), nil
+}
