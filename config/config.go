@@ -175,7 +175,7 @@ const (
 	DefaultMaxHops        = 8
 	DefaultMaxBodyBytes   = 10 << 20
 	DefaultMemoryEntries  = 100_000
-	DefaultMemoryBytes    = 256 << 20
+	DefaultMemoryBytes    = 64 << 20
 	DefaultShutdownGrace  = 15 * time.Second
 	DefaultReadHeader     = 10 * time.Second
 	DefaultIdle           = 120 * time.Second

@@ -60,7 +60,7 @@ func defaults() Config {
 		LogLevel:      "info",
 		ShutdownGrace: Duration(15 * time.Second),
 		Listen:        Listen{Egress: "127.0.0.1:15001", Ingress: "0.0.0.0:15006", Admin: "127.0.0.1:15000"},
-		Store:         Store{Memory: Memory{MaxEntries: 100_000, MaxBytes: 256 << 20}},
+		Store:         Store{Memory: Memory{MaxEntries: 100_000, MaxBytes: 64 << 20}},
 		Limits:        Limits{MaxBodyBytes: 10 << 20},
 		Timeouts: Timeouts{
 			ReadHeader:     Duration(10 * time.Second),

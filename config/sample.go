@@ -28,7 +28,7 @@ store:
   # Without redis, state lives in this process's memory, bounded here.
   memory:
     max_entries: 100000
-    max_bytes: 268435456   # 256 MiB
+    max_bytes: 67108864    # 64 MiB
   # With redis, several replicas of one agent share a dedupe window.
   # redis:
   #   url: redis://127.0.0.1:6379/0   # or addrs: [...] (+ master_name for Sentinel)

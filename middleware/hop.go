@@ -8,13 +8,10 @@ package middleware
 // answers 400 to a malformed value and 508 beyond the inbound edge's
 // max_hops, and remembers the hop under the trace so that the agent's next
 // handoff continues the count. Both sit after Trace (they need the trace id)
-// and, at egress, after destination resolution. A HopBook that cannot reach
-// the store falls back to what this process saw itself (fail-open: the
-// receiver's guard still applies), and the error is logged.
+// and, at egress, after destination resolution. They cannot fail open: the
+// hop book is in-process.
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,13 +31,13 @@ const (
 type HopBook interface {
 	// InboundHop returns the hop of the last inbound handoff in the trace,
 	// or 0 when the trace did not arrive through this Baton.
-	InboundHop(ctx context.Context, traceID string) (int, error)
+	InboundHop(traceID string) int
 	// RememberInbound records the hop of an inbound handoff.
-	RememberInbound(ctx context.Context, traceID string, hop int) error
+	RememberInbound(traceID string, hop int)
 }
 
 // Identity returns the egress identity and hop middleware.
-func Identity(book HopBook, log *slog.Logger) func(http.Handler) http.Handler {
+func Identity(book HopBook) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -49,12 +46,7 @@ func Identity(book HopBook, log *slog.Logger) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			prev, err := book.InboundHop(r.Context(), in.TraceID)
-			if err != nil {
-				log.LogAttrs(r.Context(), slog.LevelWarn, "hop book unavailable; counting from this process",
-					slog.String("trace_id", in.TraceID), slog.String("error", err.Error()))
-			}
-			in.Hop = prev + 1
+			in.Hop = book.InboundHop(in.TraceID) + 1
 			if in.MaxHops > 0 && in.Hop > in.MaxHops {
 				problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" would be hop "+
 					strconv.Itoa(in.Hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
@@ -81,7 +73,7 @@ func StripBatonHeaders(h http.Header) {
 
 // HopGuard returns the ingress hop middleware. maxHops gives the limit of the
 // inbound edge from a sender.
-func HopGuard(maxHops func(from string) int, book HopBook, log *slog.Logger) func(http.Handler) http.Handler {
+func HopGuard(maxHops func(from string) int, book HopBook) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -105,10 +97,7 @@ func HopGuard(maxHops func(from string) int, book HopBook, log *slog.Logger) fun
 					With("hop", hop).With("max_hops", in.MaxHops).Write(w)
 				return
 			}
-			if err := book.RememberInbound(r.Context(), in.TraceID, hop); err != nil {
-				log.LogAttrs(r.Context(), slog.LevelWarn, "hop book unavailable; remembered in this process only",
-					slog.String("trace_id", in.TraceID), slog.String("error", err.Error()))
-			}
+			book.RememberInbound(in.TraceID, hop)
 			next.ServeHTTP(w, r)
 		})
 	}

@@ -46,7 +46,7 @@ func (s *syncBuffer) String() string {
 }
 
 // startBaton starts a Baton from YAML on loopback port 0 with the store
-// given (memory when nil).
+// given (the one the YAML configures when nil).
 func startBaton(t *testing.T, yaml string, store state.Store) *baton {
 	t.Helper()
 	c, err := config.Decode(strings.NewReader(yaml))
@@ -61,7 +61,9 @@ func startBaton(t *testing.T, yaml string, store state.Store) *baton {
 		t.Fatalf("config: %v", err)
 	}
 	if store == nil {
-		store = state.NewMemory(c.Store.Memory)
+		if store, err = state.Open(c.Store); err != nil {
+			t.Fatal(err)
+		}
 	}
 	logs := &syncBuffer{}
 	tp := sdktrace.NewTracerProvider()
@@ -201,3 +203,5 @@ func closedAddr(t *testing.T) string {
 	l.Close()
 	return addr
 }
+
+func httptestServer(h http.Handler) *httptest.Server { return httptest.NewServer(h) }

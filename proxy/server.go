@@ -65,7 +65,7 @@ func New(o Options) (*Server, error) {
 	guard := trust.NewAddressGuard(c.External.Allow)
 	topts.Control = guard.Control
 	externalTransport := NewTransport(topts)
-	book := newHopBook(o.Store, hopTTL)
+	book := newHopBook(hopTTL)
 
 	egressProxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -94,7 +94,7 @@ func New(o Options) (*Server, error) {
 		middleware.AccessLog(o.Logger, middleware.Egress, c.Agent),
 		tracing,
 		rs.middleware,
-		middleware.Identity(book, o.Logger),
+		middleware.Identity(book),
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.IdempotencyKey(),
 	).Handler(egressProxy)
@@ -108,7 +108,7 @@ func New(o Options) (*Server, error) {
 	ig := chi.Chain(
 		middleware.AccessLog(o.Logger, middleware.Ingress, c.Agent),
 		tracing,
-		middleware.HopGuard(maxHops, book, o.Logger),
+		middleware.HopGuard(maxHops, book),
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
 	).Handler(ingressProxy)
