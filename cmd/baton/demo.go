@@ -248,4 +248,3 @@ func demoRefused(ctx context.Context, egress string) (int, string, error) {
 	_ = json.NewDecoder(resp.Body).Decode(&pd)
 	return resp.StatusCode, pd.Type + "\n     " + pd.Detail, nil
 }
-

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"go.opentelemetry.io/otel"
 
@@ -50,6 +51,9 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+// logFlushInterval bounds how long a log line may sit in the buffer.
+const logFlushInterval = 200 * time.Millisecond
+
 func serve(ctx context.Context, args []string, stderr io.Writer, env func(string) string) error {
 	path, err := configFlag("serve", args, env)
 	if err != nil {
@@ -59,7 +63,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, cfg.LogLevel)
+	logOut := newLogWriter(stderr, logFlushInterval)
+	defer logOut.Close()
+	log := newLogger(logOut, cfg.LogLevel)
 	tel, err := setupTracing(ctx, env, cfg.Agent)
 	if err != nil {
 		return err

@@ -1,0 +1,229 @@
+// Command bench is Baton's benchmark harness. One run starts a small agent
+// and measures, side by side with wrk on loopback, what each way of reaching
+// it costs: directly, through one bare Go reverse-proxy hop built from
+// Baton's own transport (the Go floor), through one Baton, through two
+// Batons (egress then ingress, the real path), and through nginx (the C
+// floor). For every row it reports throughput, latency, the proxy's CPU time
+// per request and its memory, so that Baton's overhead is read against the
+// best a Go proxy can do, not against nothing.
+//
+// Usage:
+//
+//	go run ./bench [-c 64] [-d 10s] [-t 2] [-body-bytes 512] [-quick]
+//	               [-markdown] [-json FILE] [-rows direct,go-floor,...]
+//
+// The agent and the Go floor run as separate processes (this binary re-run
+// with the hidden subcommands "agent" and "floor") so that each process's
+// CPU time is its own. Every process the harness starts is stopped when it
+// exits, on success, on error and on SIGINT.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "agent":
+			os.Exit(runAgent(os.Args[2:], os.Stderr))
+		case "floor":
+			os.Exit(runFloor(os.Args[2:], os.Stderr))
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// rowNames are the rows in the order they run and print.
+var rowNames = []string{rowDirect, rowFloor, rowBaton1, rowBaton2, rowNginx}
+
+const (
+	rowDirect = "direct"
+	rowFloor  = "go-floor"
+	rowBaton1 = "baton-1hop"
+	rowBaton2 = "baton-2hop"
+	rowNginx  = "nginx"
+)
+
+// options are the command-line settings of one run.
+type options struct {
+	conns     int
+	dur       time.Duration
+	threads   int
+	warmup    time.Duration
+	bodyBytes int
+	quick     bool
+	markdown  bool
+	jsonPath  string
+	batonBin  string
+	batonLog  string
+	waitQuiet time.Duration
+	rows      map[string]bool
+	keep      bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := &options{}
+	var rows string
+	fs.IntVar(&o.conns, "c", 64, "wrk connections")
+	fs.DurationVar(&o.dur, "d", 10*time.Second, "measured wrk duration per row (whole seconds)")
+	fs.IntVar(&o.threads, "t", 2, "wrk threads")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured wrk run before each row (0 disables; whole seconds)")
+	fs.IntVar(&o.bodyBytes, "body-bytes", 512, "size of the JSON request body")
+	fs.BoolVar(&o.quick, "quick", false, "short run: -d 3s, -warmup 1s")
+	fs.BoolVar(&o.markdown, "markdown", false, "also print the results as a markdown table")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
+	fs.StringVar(&o.batonBin, "baton", "", "use this baton binary instead of building ./cmd/baton")
+	fs.StringVar(&o.batonLog, "baton-log-level", "", "set log_level in the generated Baton configs (default: Baton's own, which logs every handoff at info)")
+	fs.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before each row, wait up to this long for other processes to leave the machine under 10% busy (for shared machines)")
+	fs.StringVar(&rows, "rows", strings.Join(rowNames, ","), "comma-separated rows to run")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, logs) and print its path")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run ./bench [flags]\n\nMeasures direct, go-floor, baton-1hop, baton-2hop and nginx rows with wrk on loopback.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	if o.quick {
+		o.dur, o.warmup = 3*time.Second, time.Second
+	}
+	var errs []error
+	if o.conns < 1 {
+		errs = append(errs, fmt.Errorf("-c: must be >= 1, got %d", o.conns))
+	}
+	if o.threads < 1 || o.threads > o.conns {
+		errs = append(errs, fmt.Errorf("-t: must be between 1 and -c (%d), got %d", o.conns, o.threads))
+	}
+	if o.dur < time.Second || o.dur%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("-d: must be whole seconds >= 1s, got %s", o.dur))
+	}
+	if o.warmup < 0 || o.warmup%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("-warmup: must be whole seconds >= 0, got %s", o.warmup))
+	}
+	if o.waitQuiet < 0 {
+		errs = append(errs, fmt.Errorf("-wait-quiet: must be >= 0, got %s", o.waitQuiet))
+	}
+	if o.bodyBytes < 0 || o.bodyBytes > 8<<20 {
+		errs = append(errs, fmt.Errorf("-body-bytes: must be between 0 and 8388608, got %d", o.bodyBytes))
+	}
+	switch o.batonLog {
+	case "", "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("-baton-log-level: must be one of debug, info, warn, error, got %q", o.batonLog))
+	}
+	o.rows = map[string]bool{}
+	for _, r := range strings.Split(rows, ",") {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		known := false
+		for _, n := range rowNames {
+			known = known || n == r
+		}
+		if !known {
+			errs = append(errs, fmt.Errorf("-rows: unknown row %q, want some of %s", r, strings.Join(rowNames, ",")))
+		}
+		o.rows[r] = true
+	}
+	return o, errors.Join(errs...)
+}
+
+// run does one benchmark run and prints the report to stdout; progress and
+// process logs go to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	wrkPath, err := exec.LookPath("wrk")
+	if err != nil {
+		return errors.New("wrk not found on PATH: install it first (Debian/Ubuntu: `apt-get install wrk`; macOS: `brew install wrk`)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding own executable: %w", err)
+	}
+
+	dir, err := os.MkdirTemp("", "baton-bench-")
+	if err != nil {
+		return fmt.Errorf("creating temp dir: %w", err)
+	}
+	// nginx workers drop to an unprivileged user when run as root; let them
+	// reach the prefix directory.
+	_ = os.Chmod(dir, 0o755)
+	defer func() {
+		if o.keep || (err != nil && ctx.Err() == nil) {
+			fmt.Fprintf(stderr, "bench: kept %s (configs and process logs)\n", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	}()
+
+	sup := newSupervisor(dir, stderr)
+	defer sup.stopAll()
+
+	h := &harness{
+		o:      o,
+		sup:    sup,
+		dir:    dir,
+		self:   self,
+		wrk:    wrkPath,
+		stderr: stderr,
+	}
+	res, err := h.runAll(ctx)
+	if err != nil {
+		return err
+	}
+	printTable(stdout, res)
+	if o.markdown {
+		fmt.Fprintln(stdout)
+		printMarkdown(stdout, res)
+	}
+	if o.jsonPath != "" {
+		if err := writeJSON(o.jsonPath, res); err != nil {
+			return err
+		}
+		abs, _ := filepath.Abs(o.jsonPath)
+		fmt.Fprintf(stderr, "bench: wrote %s\n", abs)
+	}
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	var failed []string
+	for _, r := range res.Rows {
+		if r.Status == statusFailed {
+			failed = append(failed, r.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("rows failed: %s (see notes above)", strings.Join(failed, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// measure runs wrk against ep and fills row: idle RSS, an unmeasured
+// warmup, then CPU before and after the measured run, with RSS sampled
+// during it.
+func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
+	groups := make([][]int, len(ep.instances))
+	for i, in := range ep.instances {
+		groups[i] = in.pids
+		st := InstanceStat{Name: in.name, PIDs: in.pids}
+		if in.ready > 0 {
+			ms := float64(in.ready) / float64(time.Millisecond)
+			st.ReadyMs = &ms
+		}
+		v, err := sumRSS(in.pids)
+		if err != nil {
+			return fmt.Errorf("%s: reading VmRSS of pids %s: %w", in.name, pidString(in.pids), err)
+		}
+		st.RSSIdleKiB = v
+		row.Instances = append(row.Instances, st)
+	}
+	w := wrkRun{bin: h.wrk, threads: h.o.threads, conns: h.o.conns, script: h.script, url: ep.url, host: ep.host}
+	if h.o.warmup > 0 {
+		w.dur = h.o.warmup
+		if _, err := w.run(ctx); err != nil {
+			return fmt.Errorf("warmup: %w", err)
+		}
+	}
+	w.dur = h.o.dur
+	row.Command = w.String()
+
+	agentPID := []int{h.agent.pid()}
+	before := make([]time.Duration, len(groups))
+	for i, g := range groups {
+		d, err := sumCPU(g)
+		if err != nil {
+			return fmt.Errorf("%s: reading CPU: %w", ep.instances[i].name, err)
+		}
+		before[i] = d
+	}
+	agentBefore, err := sumCPU(agentPID)
+	if err != nil {
+		return fmt.Errorf("agent: reading CPU: %w", err)
+	}
+	busyBefore, err := machineBusy()
+	if err != nil {
+		return err
+	}
+	sampler := startRSSSampler(groups)
+	start := time.Now()
+	r, err := w.run(ctx)
+	wall := time.Since(start)
+	peaks := sampler.stop()
+	if err != nil {
+		return err
+	}
+	busyAfter, err := machineBusy()
+	if err != nil {
+		return err
+	}
+	agentAfter, err := sumCPU(agentPID)
+	if err != nil {
+		return fmt.Errorf("agent: reading CPU: %w", err)
+	}
+	for i, g := range groups {
+		after, err := sumCPU(g)
+		if err != nil {
+			return fmt.Errorf("%s: reading CPU (did it exit under load?): %w", ep.instances[i].name, err)
+		}
+		row.Instances[i].CPUSec = (after - before[i]).Seconds()
+		row.Instances[i].RSSPeakKiB = peaks[i]
+	}
+	row.fill(r, agentAfter-agentBefore)
+	row.noise(busyAfter-busyBefore, agentAfter-agentBefore+r.CPU, wall)
+	if r.Requests == 0 {
+		return fmt.Errorf("wrk completed no requests")
+	}
+	return nil
+}
+
+// quietPct is how busy the machine may be, without the harness's load,
+// for -wait-quiet to start a row.
+const quietPct = 10
+
+// waitQuiet waits, at most -wait-quiet, until the machine has been under
+// quietPct busy for one second. The agent is idle then, so whatever is busy
+// is someone else.
+func (h *harness) waitQuiet(ctx context.Context) {
+	deadline := time.Now().Add(h.o.waitQuiet)
+	for i := 0; ; i++ {
+		b0, err := machineBusy()
+		if err != nil {
+			return
+		}
+		t0 := time.Now()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		b1, err := machineBusy()
+		if err != nil {
+			return
+		}
+		pct := 100 * (b1 - b0).Seconds() / (time.Since(t0).Seconds() * float64(runtime.NumCPU()))
+		if pct < quietPct {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.logf("machine still %.0f%% busy after waiting %s; going on", pct, h.o.waitQuiet)
+			return
+		}
+		if i%15 == 0 {
+			h.logf("machine %.0f%% busy with other work; waiting for it to quiet down", pct)
+		}
+	}
+}

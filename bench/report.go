@@ -1,0 +1,393 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// floorTarget is the budget for Baton's CPU per request over the Go floor's.
+const floorTarget = 1.3
+
+// Row statuses.
+const (
+	statusOK      = "ok"
+	statusSkipped = "skipped"
+	statusFailed  = "failed"
+)
+
+// results is everything one run found; it is also the -json document.
+type results struct {
+	Meta    Meta    `json:"meta"`
+	Rows    []Row   `json:"rows"`
+	Summary Summary `json:"summary"`
+}
+
+// Meta describes the machine and the load.
+type Meta struct {
+	Time       string `json:"time"`
+	Commit     string `json:"commit,omitempty"`
+	CPUs       int    `json:"cpus"`
+	CPUModel   string `json:"cpu_model,omitempty"`
+	Kernel     string `json:"kernel,omitempty"`
+	GoVersion  string `json:"go_version"`
+	Wrk        string `json:"wrk,omitempty"`
+	Nginx      string `json:"nginx,omitempty"`
+	Threads    int    `json:"wrk_threads"`
+	Conns      int    `json:"wrk_connections"`
+	DurationS  int    `json:"duration_s"`
+	WarmupS    int    `json:"warmup_s"`
+	BodyBytes  int    `json:"body_bytes"`
+	GOGC       string `json:"GOGC,omitempty"`
+	GOMAXPROCS string `json:"GOMAXPROCS,omitempty"`
+	BatonLog   string `json:"baton_log_level,omitempty"`
+}
+
+// Row is one way of reaching the agent.
+type Row struct {
+	Name    string `json:"name"`
+	Status  string `json:"status"`
+	Note    string `json:"note,omitempty"`
+	Command string `json:"command,omitempty"`
+
+	Requests     int64   `json:"requests"`
+	ElapsedS     float64 `json:"elapsed_s"`
+	RPS          float64 `json:"rps"`
+	P50Ms        float64 `json:"p50_ms"`
+	P75Ms        float64 `json:"p75_ms"`
+	P90Ms        float64 `json:"p90_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	Non2xx       int64   `json:"non_2xx"`
+	SocketErrors int64   `json:"socket_errors"`
+
+	// RatioToDirect is RPS over the direct row's.
+	RatioToDirect *float64 `json:"ratio_to_direct,omitempty"`
+	// ProxyCPUUsPerReq sums every proxy instance of the row; nil for direct.
+	ProxyCPUUsPerReq *float64 `json:"proxy_cpu_us_per_req,omitempty"`
+	AgentCPUUsPerReq float64  `json:"agent_cpu_us_per_req"`
+	WrkCPUUsPerReq   float64  `json:"wrk_cpu_us_per_req"`
+	// MachineBusyPct is how busy all CPUs were during the measured run;
+	// OtherCPUPct the part of it that was neither wrk, the agent nor the
+	// proxy (other processes, steal): the run's noise. Both are percent of
+	// the machine's capacity (CPUs × wall time).
+	MachineBusyPct float64 `json:"machine_busy_pct"`
+	OtherCPUPct    float64 `json:"other_cpu_pct"`
+
+	Instances []InstanceStat `json:"instances,omitempty"`
+}
+
+// InstanceStat is one proxy instance of a row (a Baton; nginx's master and
+// worker together).
+type InstanceStat struct {
+	Name        string   `json:"name"`
+	PIDs        []int    `json:"pids"`
+	ReadyMs     *float64 `json:"ready_ms,omitempty"`
+	CPUSec      float64  `json:"cpu_s"`
+	CPUUsPerReq float64  `json:"cpu_us_per_req"`
+	RSSIdleKiB  int64    `json:"rss_idle_kib"`
+	RSSPeakKiB  int64    `json:"rss_peak_kib"`
+}
+
+// Summary holds the derived ratios the notes ask about.
+type Summary struct {
+	Baton1OverFloor    *float64 `json:"baton_1hop_cpu_over_floor,omitempty"`
+	Target             float64  `json:"baton_1hop_cpu_over_floor_target"`
+	Baton2OverTwoFloor *float64 `json:"baton_2hop_cpu_over_2x_floor,omitempty"`
+	NginxOverFloor     *float64 `json:"nginx_cpu_over_floor,omitempty"`
+}
+
+// fill records wrk's report and the per-request CPU figures.
+func (r *Row) fill(w wrkResult, agentCPU time.Duration) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	r.Requests, r.ElapsedS, r.RPS = w.Requests, w.Elapsed.Seconds(), w.RPS
+	r.P50Ms, r.P75Ms, r.P90Ms, r.P99Ms = ms(w.P50), ms(w.P75), ms(w.P90), ms(w.P99)
+	r.Non2xx, r.SocketErrors = w.Non2xx, w.SocketErrors
+	if w.Requests == 0 {
+		return
+	}
+	perReq := func(sec float64) float64 { return sec * 1e6 / float64(w.Requests) }
+	r.AgentCPUUsPerReq = perReq(agentCPU.Seconds())
+	r.WrkCPUUsPerReq = perReq(w.CPU.Seconds())
+	if len(r.Instances) == 0 {
+		return
+	}
+	var total float64
+	for i := range r.Instances {
+		r.Instances[i].CPUUsPerReq = perReq(r.Instances[i].CPUSec)
+		total += r.Instances[i].CPUSec
+	}
+	v := perReq(total)
+	r.ProxyCPUUsPerReq = &v
+}
+
+// noiseWarnPct is the share of the machine other processes may take
+// during a row before the row is flagged as noisy.
+const noiseWarnPct = 5
+
+// noise records how busy the machine was during the run and how much of
+// that was not the harness's processes (own is wrk plus the agent; the
+// proxy's share is in Instances).
+func (r *Row) noise(busy, own time.Duration, wall time.Duration) {
+	capacity := wall.Seconds() * float64(runtime.NumCPU())
+	if capacity <= 0 {
+		return
+	}
+	for _, in := range r.Instances {
+		own += time.Duration(in.CPUSec * float64(time.Second))
+	}
+	r.MachineBusyPct = 100 * busy.Seconds() / capacity
+	r.OtherCPUPct = max(0, 100*(busy-own).Seconds()/capacity)
+}
+
+func (res *results) row(name string) *Row {
+	for i := range res.Rows {
+		if res.Rows[i].Name == name && res.Rows[i].Status == statusOK {
+			return &res.Rows[i]
+		}
+	}
+	return nil
+}
+
+// has reports whether the run included the named row at all.
+func (res *results) has(name string) bool {
+	for _, r := range res.Rows {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// derive computes the ratios between rows.
+func (res *results) derive() {
+	res.Summary.Target = floorTarget
+	if d := res.row(rowDirect); d != nil && d.RPS > 0 {
+		for i := range res.Rows {
+			if res.Rows[i].Status == statusOK {
+				v := res.Rows[i].RPS / d.RPS
+				res.Rows[i].RatioToDirect = &v
+			}
+		}
+	}
+	f := res.row(rowFloor)
+	if f == nil || f.ProxyCPUUsPerReq == nil || *f.ProxyCPUUsPerReq <= 0 {
+		return
+	}
+	floor := *f.ProxyCPUUsPerReq
+	ratio := func(name string, div float64) *float64 {
+		if r := res.row(name); r != nil && r.ProxyCPUUsPerReq != nil {
+			v := *r.ProxyCPUUsPerReq / div
+			return &v
+		}
+		return nil
+	}
+	res.Summary.Baton1OverFloor = ratio(rowBaton1, floor)
+	res.Summary.Baton2OverTwoFloor = ratio(rowBaton2, 2*floor)
+	res.Summary.NginxOverFloor = ratio(rowNginx, floor)
+}
+
+var columns = []string{"row", "req/s", "×direct", "p50", "p99", "proxy CPU µs/req", "agent CPU µs/req", "RSS idle MiB", "RSS peak MiB", "errors"}
+
+// cells renders a row for the table; failed and skipped rows say so in
+// the req/s column and explain in the notes.
+func (r *Row) cells() []string {
+	if r.Status != statusOK {
+		c := []string{r.Name, strings.ToUpper(r.Status)}
+		for len(c) < len(columns) {
+			c = append(c, "-")
+		}
+		return c
+	}
+	ratio := "-"
+	if r.RatioToDirect != nil {
+		ratio = fmt.Sprintf("%.2f", *r.RatioToDirect)
+	}
+	cpu, idle, peak := "-", "-", "-"
+	if r.ProxyCPUUsPerReq != nil {
+		cpu = fmt.Sprintf("%.1f", *r.ProxyCPUUsPerReq)
+		if len(r.Instances) > 1 {
+			parts := make([]string, len(r.Instances))
+			for i, in := range r.Instances {
+				parts[i] = fmt.Sprintf("%.1f", in.CPUUsPerReq)
+			}
+			cpu += " (" + strings.Join(parts, "+") + ")"
+		}
+		idles := make([]string, len(r.Instances))
+		peaks := make([]string, len(r.Instances))
+		for i, in := range r.Instances {
+			idles[i] = mib(in.RSSIdleKiB)
+			peaks[i] = mib(in.RSSPeakKiB)
+		}
+		idle, peak = strings.Join(idles, " / "), strings.Join(peaks, " / ")
+	}
+	return []string{
+		r.Name,
+		fmt.Sprintf("%.0f", r.RPS),
+		ratio,
+		fmtDur(r.P50Ms),
+		fmtDur(r.P99Ms),
+		cpu,
+		fmt.Sprintf("%.1f", r.AgentCPUUsPerReq),
+		idle,
+		peak,
+		fmt.Sprint(r.Non2xx + r.SocketErrors),
+	}
+}
+
+func mib(kib int64) string { return fmt.Sprintf("%.1f", float64(kib)/1024) }
+
+// fmtDur renders milliseconds as wrk does: µs below 1ms, s above 1s.
+func fmtDur(ms float64) string {
+	switch {
+	case ms < 1:
+		return fmt.Sprintf("%.0fµs", ms*1000)
+	case ms < 1000:
+		return fmt.Sprintf("%.2fms", ms)
+	default:
+		return fmt.Sprintf("%.2fs", ms/1000)
+	}
+}
+
+func (m Meta) lines() []string {
+	head := "baton bench " + m.Time
+	if m.Commit != "" {
+		head += ", commit " + m.Commit
+	}
+	mach := fmt.Sprintf("%d CPUs", m.CPUs)
+	if m.CPUModel != "" {
+		mach += " (" + m.CPUModel + ")"
+	}
+	mach += ", linux " + m.Kernel + ", " + m.GoVersion
+	if m.Wrk != "" {
+		mach += ", " + m.Wrk
+	}
+	if m.Nginx != "" {
+		mach += ", " + m.Nginx
+	}
+	if m.GOGC != "" {
+		mach += ", GOGC=" + m.GOGC
+	}
+	if m.GOMAXPROCS != "" {
+		mach += ", GOMAXPROCS=" + m.GOMAXPROCS
+	}
+	load := fmt.Sprintf("load: wrk -t%d -c%d -d%ds --latency, POST %d-byte JSON; %ds unmeasured warmup per row; all on loopback",
+		m.Threads, m.Conns, m.DurationS, m.BodyBytes, m.WarmupS)
+	if m.BatonLog != "" {
+		load += "; Baton log_level: " + m.BatonLog
+	}
+	return []string{head, mach, load}
+}
+
+// findings are the lines under the table: Baton's startup, the ratios,
+// and why any row did not run.
+func (res *results) findings() []string {
+	var out []string
+	var ready []string
+	for _, r := range res.Rows {
+		var parts []string
+		for _, in := range r.Instances {
+			if in.ReadyMs != nil {
+				p := fmt.Sprintf("%.1fms", *in.ReadyMs)
+				if len(r.Instances) > 1 {
+					p = strings.TrimPrefix(in.Name, "baton-") + " " + p
+				}
+				parts = append(parts, p)
+			}
+		}
+		if len(parts) > 0 {
+			ready = append(ready, r.Name+" "+strings.Join(parts, ", "))
+		}
+	}
+	if len(ready) > 0 {
+		out = append(out, "Baton start → admin /readyz 200 (polled every 1ms): "+strings.Join(ready, "; "))
+	}
+	s := res.Summary
+	if s.Baton1OverFloor != nil {
+		verdict := "met"
+		if *s.Baton1OverFloor > s.Target {
+			verdict = "MISSED"
+		}
+		out = append(out, fmt.Sprintf("baton-1hop CPU/req ÷ go-floor CPU/req = %.2f (target ≤ %.1f: %s)", *s.Baton1OverFloor, s.Target, verdict))
+	} else if res.has(rowBaton1) {
+		out = append(out, "baton-1hop CPU/req ÷ go-floor CPU/req = n/a (needs both rows to succeed)")
+	}
+	if s.Baton2OverTwoFloor != nil {
+		out = append(out, fmt.Sprintf("baton-2hop CPU/req ÷ (2 × go-floor CPU/req) = %.2f (two Batons against two bare hops)", *s.Baton2OverTwoFloor))
+	}
+	if s.NginxOverFloor != nil {
+		out = append(out, fmt.Sprintf("nginx CPU/req ÷ go-floor CPU/req = %.2f", *s.NginxOverFloor))
+	}
+	for _, r := range res.Rows {
+		switch {
+		case r.Status != statusOK:
+			out = append(out, fmt.Sprintf("%s %s: %s", r.Name, r.Status, r.Note))
+		case r.Non2xx+r.SocketErrors > 0:
+			out = append(out, fmt.Sprintf("%s: %d non-2xx responses and %d socket errors during the run: its numbers are suspect",
+				r.Name, r.Non2xx, r.SocketErrors))
+		}
+		if r.Status == statusOK && r.OtherCPUPct > noiseWarnPct {
+			out = append(out, fmt.Sprintf("%s: NOISY: other processes took %.0f%% of the machine's CPU during the run (machine %.0f%% busy); rerun on a quiet machine",
+				r.Name, r.OtherCPUPct, r.MachineBusyPct))
+		}
+	}
+	return out
+}
+
+// printTable writes the aligned table.
+func printTable(w io.Writer, res *results) {
+	for _, l := range res.Meta.lines() {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(columns, "\t"))
+	for i := range res.Rows {
+		fmt.Fprintln(tw, strings.Join(res.Rows[i].cells(), "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, l := range res.findings() {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w, "CPU is utime+stime from /proc/<pid>/stat over the measured run ÷ requests; 2hop = Baton A + B, nginx = master + worker; RSS is VmRSS (A / B for 2hop); errors = non-2xx + socket errors.")
+}
+
+// printMarkdown writes the same results as a markdown table for notes.
+func printMarkdown(w io.Writer, res *results) {
+	for _, l := range res.Meta.lines() {
+		fmt.Fprintf(w, "%s  \n", l)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| "+strings.Join(columns, " | ")+" |")
+	seps := make([]string, len(columns))
+	for i := range seps {
+		seps[i] = "---:"
+	}
+	seps[0] = "---"
+	fmt.Fprintln(w, "| "+strings.Join(seps, " | ")+" |")
+	for i := range res.Rows {
+		fmt.Fprintln(w, "| "+strings.Join(res.Rows[i].cells(), " | ")+" |")
+	}
+	fmt.Fprintln(w)
+	for _, l := range res.findings() {
+		// Notes may carry multi-line process output; keep each a list item.
+		fmt.Fprintln(w, "- "+strings.ReplaceAll(l, "\n", "\n  "))
+	}
+}
+
+// writeJSON writes the results to path.
+func writeJSON(path string, res *results) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("json: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("json: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// harness holds what one run shares across rows.
+type harness struct {
+	o      *options
+	sup    *supervisor
+	dir    string
+	self   string // this binary, for the agent and floor subcommands
+	wrk    string
+	stderr io.Writer
+
+	body      []byte
+	script    string
+	agent     *child
+	agentAddr string
+	batonBin  string
+	batonErr  error // why Baton could not be built, once
+}
+
+// endpoint is a row made ready to measure: where wrk sends, and which
+// processes are the proxy being measured.
+type endpoint struct {
+	url       string
+	host      string
+	instances []instance
+}
+
+// instance is one proxy: a Baton, or nginx with its master and worker.
+type instance struct {
+	name  string
+	pids  []int
+	ready time.Duration // process start to /readyz 200; Baton only
+}
+
+func (h *harness) logf(format string, args ...any) {
+	fmt.Fprintf(h.stderr, "bench: "+format+"\n", args...)
+}
+
+// runAll starts the agent and runs every selected row in order. A row that
+// cannot run is recorded as skipped or failed and the run goes on; only a
+// failure of the agent itself ends it.
+func (h *harness) runAll(ctx context.Context) (*results, error) {
+	res := &results{Meta: h.meta(ctx)}
+	h.body = requestBody(h.o.bodyBytes)
+	var err error
+	if h.script, err = writeScript(h.dir, h.body); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	h.agent, err = h.sup.start("agent", h.self, "agent", "--listen", addr)
+	if err != nil {
+		return nil, err
+	}
+	h.agentAddr = addr
+	if err := waitProbe(ctx, h.agent, "http://"+addr+"/bench", "", h.body); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+
+	if h.o.rows[rowBaton1] || h.o.rows[rowBaton2] {
+		// Build before any row runs, so the compiler is not part of the
+		// machine's load during a measurement.
+		_, _ = h.baton(ctx)
+	}
+
+	setups := map[string]func(context.Context) (*endpoint, func(), error){
+		rowDirect: h.setupDirect,
+		rowFloor:  h.setupFloor,
+		rowBaton1: h.setupBaton1,
+		rowBaton2: h.setupBaton2,
+		rowNginx:  h.setupNginx,
+	}
+	for _, name := range rowNames {
+		if !h.o.rows[name] {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if h.o.waitQuiet > 0 {
+			h.waitQuiet(ctx)
+		}
+		h.logf("%s: starting", name)
+		row := h.runRow(ctx, name, setups[name])
+		switch row.Status {
+		case statusOK:
+			h.logf("%s: %.0f req/s, p99 %s", name, row.RPS, fmtDur(row.P99Ms))
+		default:
+			h.logf("%s: %s: %s", name, row.Status, row.Note)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	res.derive()
+	return res, nil
+}
+
+// runRow sets a row up, measures it and tears it down.
+func (h *harness) runRow(ctx context.Context, name string, setup func(context.Context) (*endpoint, func(), error)) Row {
+	row := Row{Name: name}
+	ep, teardown, err := setup(ctx)
+	if teardown != nil {
+		defer teardown()
+	}
+	var skip skipError
+	switch {
+	case errors.As(err, &skip):
+		row.Status, row.Note = statusSkipped, skip.reason
+		return row
+	case ctx.Err() != nil:
+		row.Status, row.Note = statusSkipped, "interrupted"
+		return row
+	case err != nil:
+		row.Status, row.Note = statusFailed, err.Error()
+		return row
+	}
+	if err := h.measure(ctx, ep, &row); err != nil {
+		row.Status, row.Note = statusFailed, err.Error()
+		if ctx.Err() != nil {
+			row.Status, row.Note = statusSkipped, "interrupted"
+		}
+		return row
+	}
+	row.Status = statusOK
+	return row
+}
+
+// skipError marks a row that cannot run on this machine (a tool missing).
+type skipError struct{ reason string }
+
+func (e skipError) Error() string { return e.reason }
+
+func (h *harness) setupDirect(context.Context) (*endpoint, func(), error) {
+	return &endpoint{url: "http://" + h.agentAddr + "/bench"}, nil, nil
+}
+
+func (h *harness) setupFloor(ctx context.Context) (*endpoint, func(), error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := h.sup.start("floor", h.self, "floor", "--listen", addr, "--upstream", "http://"+h.agentAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	url := "http://" + addr + "/bench"
+	if err := waitProbe(ctx, c, url, "", h.body); err != nil {
+		return nil, c.stop, err
+	}
+	return &endpoint{url: url, instances: []instance{{name: "floor", pids: []int{c.pid()}}}}, c.stop, nil
+}
+
+// baton returns the Baton binary, building it once per run.
+func (h *harness) baton(ctx context.Context) (string, error) {
+	if h.batonBin != "" || h.batonErr != nil {
+		return h.batonBin, h.batonErr
+	}
+	if h.o.batonBin != "" {
+		if _, err := os.Stat(h.o.batonBin); err != nil {
+			h.batonErr = fmt.Errorf("-baton: %w", err)
+		}
+		h.batonBin = h.o.batonBin
+		return h.batonBin, h.batonErr
+	}
+	root, err := moduleRoot(ctx)
+	if err == nil {
+		h.logf("building ./cmd/baton")
+		h.batonBin, err = buildBaton(ctx, root, h.dir)
+	}
+	h.batonErr = err
+	return h.batonBin, err
+}
+
+func (h *harness) setupBaton1(ctx context.Context) (*endpoint, func(), error) {
+	bin, err := h.baton(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := freeAddrs(3)
+	if err != nil {
+		return nil, nil, err
+	}
+	agentURL := "http://" + h.agentAddr
+	c, ready, err := h.startBaton(ctx, bin, batonSpec{
+		name: "baton-1hop", agent: "bench-a", upstream: agentURL, logLevel: h.o.batonLog,
+		egress: a[0], ingress: a[1], admin: a[2],
+		peers:   map[string]string{"bench-b": agentURL},
+		edgesTo: []string{"bench-b"},
+	})
+	stop := stopper(c)
+	if err != nil {
+		return nil, stop, err
+	}
+	url := "http://" + a[0] + "/bench"
+	if err := probe(url, "bench-b", h.body); err != nil {
+		return nil, stop, err
+	}
+	return &endpoint{url: url, host: "bench-b", instances: []instance{
+		{name: "baton", pids: []int{c.pid()}, ready: ready},
+	}}, stop, nil
+}
+
+func (h *harness) setupBaton2(ctx context.Context) (*endpoint, func(), error) {
+	bin, err := h.baton(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := freeAddrs(6)
+	if err != nil {
+		return nil, nil, err
+	}
+	agentURL := "http://" + h.agentAddr
+	// B first, so that A's peer is listening when A starts.
+	cb, readyB, err := h.startBaton(ctx, bin, batonSpec{
+		name: "baton-2hop-b", agent: "bench-b", upstream: agentURL, logLevel: h.o.batonLog,
+		egress: a[3], ingress: a[4], admin: a[5],
+		edgeFrom: []string{"bench-a"},
+	})
+	stopB := stopper(cb)
+	if err != nil {
+		return nil, stopB, err
+	}
+	ca, readyA, err := h.startBaton(ctx, bin, batonSpec{
+		name: "baton-2hop-a", agent: "bench-a", upstream: agentURL, logLevel: h.o.batonLog,
+		egress: a[0], ingress: a[1], admin: a[2],
+		peers:   map[string]string{"bench-b": "http://" + a[4]},
+		edgesTo: []string{"bench-b"},
+	})
+	stop := func() { stopper(ca)(); stopB() }
+	if err != nil {
+		return nil, stop, err
+	}
+	url := "http://" + a[0] + "/bench"
+	if err := probe(url, "bench-b", h.body); err != nil {
+		return nil, stop, err
+	}
+	return &endpoint{url: url, host: "bench-b", instances: []instance{
+		{name: "baton-a", pids: []int{ca.pid()}, ready: readyA},
+		{name: "baton-b", pids: []int{cb.pid()}, ready: readyB},
+	}}, stop, nil
+}
+
+func (h *harness) setupNginx(ctx context.Context) (*endpoint, func(), error) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		return nil, nil, skipError{"nginx not on PATH (Debian/Ubuntu: `apt-get install nginx`)"}
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, pids, err := h.startNginx(ctx, bin, addr, h.agentAddr)
+	stop := stopper(c)
+	if err != nil {
+		return nil, stop, err
+	}
+	url := "http://" + addr + "/bench"
+	if err := probe(url, "", h.body); err != nil {
+		return nil, stop, err
+	}
+	return &endpoint{url: url, instances: []instance{{name: "nginx", pids: pids}}}, stop, nil
+}
+
+func stopper(c *child) func() {
+	if c == nil {
+		return func() {}
+	}
+	return c.stop
+}
+
+// waitProbe waits for url to answer the probe request, then checks it once
+// more strictly: a proxy that is up but answers wrongly fails at once.
+func waitProbe(ctx context.Context, c *child, url, host string, body []byte) error {
+	_, err := poll(ctx, c, 5*time.Millisecond, 10*time.Second, url, func() error {
+		// Any HTTP answer means the listener is up.
+		if _, err := getStatus(strings.TrimSuffix(url, "/bench") + "/"); err != nil {
+			return fmt.Errorf("%w: %v", errNotYet, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return probe(url, host, body)
+}
