@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -42,7 +43,8 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// summarizer: the receiving agent. It reports what it received and
 	// streams its summary as server-sent events.
-	sumAgent, err := startDemoAgent(http.HandlerFunc(summarizerAgent))
+	var handoffs atomic.Int64
+	sumAgent, err := startDemoAgent(summarizerAgent(&handoffs))
 	if err != nil {
 		return err
 	}
@@ -102,13 +104,13 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	p("   trace id kept: %v (the caller's trace, with Baton's span as parent)\n", strings.Contains(seen1["Traceparent"], "4bf92f3577b34da6a3ce929d0e0e4736"))
 	p("   forged Baton-Agent replaced: %v\n\n", seen1["Baton-Agent"] == "analyst")
 
-	p("2. analyst retries the same handoff in the same trace\n")
-	seen2, err := demoHandoff(ctx, ana.EgressAddr(), "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01", body)
+	p("2. analyst retries the same handoff in the same trace (say its client timed out)\n")
+	seen2, replayed, err := demoHandoffReplayed(ctx, ana.EgressAddr(), "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01", body)
 	if err != nil {
 		return err
 	}
-	p("   Idempotency-Key: %s (same key: %v), so the receiver can recognise the duplicate\n\n",
-		seen2["Idempotency-Key"], seen2["Idempotency-Key"] == seen1["Idempotency-Key"])
+	p("   same Idempotency-Key %s, so summarizer's Baton answers from its dedupe window:\n", seen2["Idempotency-Key"])
+	p("     Idempotent-Replayed: %s; summarizer ran the handoff %d time(s)\n\n", replayed, handoffs.Load())
 
 	p("3. summarizer streams its reply (text/event-stream); each event is printed as it arrives:\n")
 	if err := demoStream(ctx, ana.EgressAddr(), caller, func(ev string, at time.Duration) {
@@ -144,24 +146,35 @@ func startDemoAgent(h http.Handler) (*demoAgent, error) {
 	return &demoAgent{Addr: l.Addr().String(), srv: srv}, nil
 }
 
-// summarizerAgent echoes the Baton headers of a handoff, or streams a
-// summary as server-sent events.
-func summarizerAgent(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/summary/stream" {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i, part := range []string{"Q3 shows 3 anomalies above 0.05", "largest: vendor 17, +41%", "draft ready"} {
-			if i > 0 {
-				select {
-				case <-time.After(150 * time.Millisecond):
-				case <-r.Context().Done():
-					return
-				}
-			}
-			fmt.Fprintf(w, "event: summary\ndata: %s\n\n", part)
-			w.(http.Flusher).Flush()
+// summarizerAgent echoes the Baton headers of a handoff (counting them), or
+// streams a summary as server-sent events.
+func summarizerAgent(handoffs *atomic.Int64) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/summary/stream" {
+			handoffs.Add(1)
+			echoHeaders(w, r)
+			return
 		}
-		return
+		streamSummary(w, r)
 	}
+}
+
+func streamSummary(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for i, part := range []string{"Q3 shows 3 anomalies above 0.05", "largest: vendor 17, +41%", "draft ready"} {
+		if i > 0 {
+			select {
+			case <-time.After(150 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprintf(w, "event: summary\ndata: %s\n\n", part)
+		w.(http.Flusher).Flush()
+	}
+}
+
+func echoHeaders(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	out := map[string]string{}
 	for _, h := range []string{"Baton-Agent", "Baton-Hop", "Idempotency-Key", "Traceparent"} {
@@ -194,20 +207,26 @@ func demoRequest(ctx context.Context, method, egress, path, traceparent, body st
 }
 
 func demoHandoff(ctx context.Context, egress, traceparent, body string) (map[string]string, error) {
+	seen, _, err := demoHandoffReplayed(ctx, egress, traceparent, body)
+	return seen, err
+}
+
+// demoHandoffReplayed also returns the Idempotent-Replayed header.
+func demoHandoffReplayed(ctx context.Context, egress, traceparent, body string) (map[string]string, string, error) {
 	resp, err := demoRequest(ctx, http.MethodPost, egress, "/handoff", traceparent, body)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("demo: handoff answered %d: %s", resp.StatusCode, b)
+		return nil, "", fmt.Errorf("demo: handoff answered %d: %s", resp.StatusCode, b)
 	}
 	seen := map[string]string{}
 	if err := json.NewDecoder(resp.Body).Decode(&seen); err != nil {
-		return nil, fmt.Errorf("demo: reading summarizer's answer: %w", err)
+		return nil, "", fmt.Errorf("demo: reading summarizer's answer: %w", err)
 	}
-	return seen, nil
+	return seen, resp.Header.Get("Idempotent-Replayed"), nil
 }
 
 func demoStream(ctx context.Context, egress, traceparent string, each func(string, time.Duration)) error {

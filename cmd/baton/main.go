@@ -55,7 +55,8 @@ Usage:
   baton validate --config FILE   check a configuration file; exit 0 when good, 1 with
                                  one line per problem (path: expected, got value)
   baton demo [-v]                run two demo agents with their Batons on loopback,
-                                 hand off from one to the other and show what crossed
+                                 hand off from one to the other, retry it (answered
+                                 from the receiver's dedupe window) and stream a reply
                                  (-v: the Batons' JSON logs on stderr)
   baton version                  print the version
   baton help                     this text
@@ -78,7 +79,7 @@ Tracing
   OTEL_TRACES_EXPORTER=none turns export off. OTEL_SERVICE_NAME,
   OTEL_RESOURCE_ATTRIBUTES and OTEL_TRACES_SAMPLER are honoured.
 
-Documentation: README.md and docs/ (config.md, problems.md).
+Documentation: README.md and docs/ (config.md, idempotency.md, problems.md).
 `
 
 // run executes one baton command.

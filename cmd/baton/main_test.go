@@ -114,7 +114,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"Baton-Agent:     analyst", "Baton-Hop:       1", "trace id kept: true",
-		"forged Baton-Agent replaced: true", "same key: true", "draft ready", "403"} {
+		"forged Baton-Agent replaced: true", "Idempotent-Replayed: true; summarizer ran the handoff 1 time(s)", "draft ready", "403"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
