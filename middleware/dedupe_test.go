@@ -1,0 +1,158 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/state"
+)
+
+func TestEntryRoundTrip(t *testing.T) {
+	t.Parallel()
+	fp := [32]byte{1, 2, 3}
+	pending := encodePending(fp)
+	if e, err := decodeEntry(pending); err != nil || e.state != statePending || e.fp != fp {
+		t.Fatalf("pending: %+v %v", e, err)
+	}
+	if bytes.Equal(pending, encodePending(fp)) {
+		t.Error("two pending claims for one fingerprint are identical: owners must differ")
+	}
+	tests := []struct {
+		name   string
+		cw     *captureWriter
+		state  entryState
+		status int
+	}{
+		{"complete", &captureWriter{status: 201, header: http.Header{
+			"Content-Type": {"application/json"}, "X-Multi": {"a", "b"}, "Connection": {"close"}, "Date": {"x"},
+		}}, stateComplete, 201},
+		{"not retained", &captureWriter{status: 200, over: true}, stateNotRetained, 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.cw.body.WriteString("hello")
+			e, err := decodeEntry(encodeComplete(pending, tc.cw))
+			if err != nil || e.state != tc.state || e.status != tc.status || e.fp != fp {
+				t.Fatalf("%+v %v", e, err)
+			}
+			if tc.state != stateComplete {
+				return
+			}
+			if string(e.body) != "hello" {
+				t.Errorf("body %q", e.body)
+			}
+			got := http.Header{}
+			for _, kv := range e.headers {
+				got.Add(kv[0], kv[1])
+			}
+			if got.Get("Content-Type") != "application/json" || len(got["X-Multi"]) != 2 ||
+				got.Get("Connection") != "" || got.Get("Date") != "" {
+				t.Errorf("headers %v", got)
+			}
+		})
+	}
+}
+
+func FuzzDecodeEntry(f *testing.F) {
+	cw := &captureWriter{status: 200, header: http.Header{"A": {"b"}}}
+	cw.body.WriteString("body")
+	f.Add(encodePending([32]byte{}))
+	f.Add(encodeComplete(encodePending([32]byte{9}), cw))
+	f.Add([]byte{1, 'c'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := decodeEntry(b)
+		if err != nil {
+			return
+		}
+		if e.state == stateComplete && (e.status < 100 || e.status > 999) {
+			t.Errorf("accepted status %d", e.status)
+		}
+	})
+}
+
+func TestCaptureWriterCap(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	cw := &captureWriter{ResponseWriter: rec, limit: 10}
+	cw.Write([]byte("12345"))
+	cw.Write([]byte("67890"))
+	if cw.over || cw.body.String() != "1234567890" {
+		t.Fatalf("within the cap: over=%v %q", cw.over, cw.body.String())
+	}
+	cw.Write([]byte("x"))
+	if !cw.over || cw.body.Len() != 0 {
+		t.Errorf("past the cap the copy must be dropped: over=%v len=%d", cw.over, cw.body.Len())
+	}
+	if rec.Body.String() != "1234567890x" {
+		t.Errorf("the client lost bytes: %q", rec.Body.String())
+	}
+}
+
+// renewCounter counts lease renewals on a real memory store.
+type renewCounter struct {
+	*state.Memory
+	renewals atomic.Int64
+}
+
+func (r *renewCounter) Renew(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error) {
+	r.renewals.Add(1)
+	return r.Memory.Renew(ctx, key, val, ttl)
+}
+
+func TestLeaseRenewedWhileAgentWorks(t *testing.T) {
+	t.Parallel()
+	store := &renewCounter{Memory: state.NewMemory(config.Memory{})}
+	defer store.Close()
+	pol := &DedupePolicy{Methods: []string{"POST"}, Window: time.Minute, Lease: 60 * time.Millisecond, MaxResponseBytes: 1024}
+	release := make(chan struct{})
+	h := Dedupe(store, func(string) *DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			io.WriteString(w, "ok")
+		}))
+	req := func() *http.Request {
+		r := httptest.NewRequest("POST", "/x", strings.NewReader("{}"))
+		r.Header.Set("Idempotency-Key", "k")
+		return r.WithContext(WithInfo(r.Context(), &Info{From: "a", To: "b"}))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), req())
+	}()
+	// Several leases pass while the agent works; renewals keep the claim.
+	deadline := time.Now().Add(5 * time.Second)
+	for store.renewals.Load() < 5 {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease is not being renewed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	dup := httptest.NewRecorder()
+	h.ServeHTTP(dup, req())
+	if dup.Code != http.StatusConflict {
+		t.Errorf("duplicate after several lease periods: %d, want 409 (the claim must still be held)", dup.Code)
+	}
+	close(release)
+	<-done
+	n := store.renewals.Load()
+	replay := httptest.NewRecorder()
+	h.ServeHTTP(replay, req())
+	if replay.Code != 200 || replay.Header().Get(HeaderReplayed) != "true" {
+		t.Errorf("after completion: %d %v", replay.Code, replay.Header())
+	}
+	time.Sleep(3 * pol.Lease) // renewals must have stopped with the request
+	if store.renewals.Load() != n {
+		t.Error("renewals go on after the request ended")
+	}
+}
