@@ -9,7 +9,11 @@ import (
 func (m *Memory) Append(_ context.Context, key string, val []byte, ttl time.Duration) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
+	return m.appendLocked(m.now(), key, val, ttl)
+}
+
+// appendLocked is Append with the lock held.
+func (m *Memory) appendLocked(now int64, key string, val []byte, ttl time.Duration) (int64, error) {
 	e := m.live(key, now)
 	dSize := int64(len(val))
 	if e == nil {

@@ -28,6 +28,7 @@ type Redis struct {
 	renew     *redis.Script
 	swap      *redis.Script
 	release   *redis.Script
+	link      *redis.Script
 }
 
 // NewRedis builds the client cfg describes: a single node from cfg.URL,
@@ -53,6 +54,7 @@ func NewRedis(cfg config.Redis) (*Redis, error) {
 		renew:     redis.NewScript(renewScript),
 		swap:      redis.NewScript(swapScript),
 		release:   redis.NewScript(releaseScript),
+		link:      redis.NewScript(linkScript),
 	}, nil
 }
 

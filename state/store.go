@@ -52,6 +52,10 @@ type Store interface {
 	IndexRemove(ctx context.Context, key, member string) error
 	// IndexCount returns the number of members in the index at key (0 when absent).
 	IndexCount(ctx context.Context, key string) (int64, error)
+	// AppendChained applies links, each atomically (see Link); the whole
+	// batch costs one round trip. The error is for the batch; per-link
+	// failures are in the results.
+	AppendChained(ctx context.Context, links []Link) ([]LinkResult, error)
 	// Ping reports whether the store can serve requests.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.

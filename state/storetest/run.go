@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 	cases = append(cases, collectionCases()...)
 	cases = append(cases, expiryCases()...)
 	cases = append(cases, concurrencyCases()...)
+	cases = append(cases, chainCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

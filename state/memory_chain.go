@@ -1,0 +1,41 @@
+package state
+
+import "context"
+
+// AppendChained applies each link atomically, under the store's lock.
+func (m *Memory) AppendChained(_ context.Context, links []Link) ([]LinkResult, error) {
+	out := make([]LinkResult, len(links))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, l := range links {
+		out[i] = m.link(l)
+	}
+	return out, nil
+}
+
+func (m *Memory) link(l Link) LinkResult {
+	now := m.now()
+	tk := tailKey(l.Log)
+	cur := ""
+	if e := m.live(tk, now); e != nil {
+		if e.kind != kindValue {
+			return LinkResult{Err: ErrWrongKind}
+		}
+		cur = string(e.val)
+	}
+	if cur != l.Prev {
+		return LinkResult{Tail: cur}
+	}
+	if _, err := m.appendLocked(now, l.Log, l.Entry, l.TTL); err != nil {
+		return LinkResult{Err: err}
+	}
+	if err := m.writeValue(now, tk, m.live(tk, now), []byte(l.Tail), l.TTL, false); err != nil {
+		return LinkResult{Err: err}
+	}
+	for _, kv := range l.Sets {
+		if err := m.writeValue(now, kv.Key, m.live(kv.Key, now), kv.Val, l.TTL, false); err != nil {
+			return LinkResult{Err: err}
+		}
+	}
+	return LinkResult{OK: true, Tail: l.Tail}
+}

@@ -1,0 +1,98 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// linkScript appends ARGV[3] to KEYS[1] only if the tail at KEYS[2] equals
+// ARGV[1], then sets the tail to ARGV[2] and KEYS[3..] to ARGV[5..]; ARGV[4]
+// is the TTL in milliseconds (0: none). It returns {1} or {0, tail}.
+const linkScript = `
+local cur = redis.call('GET', KEYS[2]) or ''
+if cur ~= ARGV[1] then return {0, cur} end
+local ms = tonumber(ARGV[4])
+redis.call('RPUSH', KEYS[1], ARGV[3])
+if ms > 0 then
+  redis.call('PEXPIRE', KEYS[1], ms)
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ms)
+else
+  redis.call('SET', KEYS[2], ARGV[2])
+end
+for i = 3, #KEYS do
+  if ms > 0 then redis.call('SET', KEYS[i], ARGV[i + 2], 'PX', ms) else redis.call('SET', KEYS[i], ARGV[i + 2]) end
+end
+return {1}`
+
+// AppendChained runs every link's script in one pipeline: one round trip for
+// the lot (on Cluster, go-redis splits the pipeline by node).
+func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	// Load the script once so that the pipeline can use EVALSHA; a NOSCRIPT
+	// reply (after a restart or SCRIPT FLUSH) is retried below with EVAL.
+	cmds := make([]*redis.Cmd, len(links))
+	run := func(useEval bool) error {
+		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, l := range links {
+				keys := make([]string, 0, 2+len(l.Sets))
+				keys = append(keys, r.Key(l.Log), r.Key(tailKey(l.Log)))
+				args := make([]any, 0, 4+len(l.Sets))
+				args = append(args, l.Prev, l.Tail, l.Entry, strconv.FormatInt(millis(l.TTL), 10))
+				for _, kv := range l.Sets {
+					keys = append(keys, r.Key(kv.Key))
+					args = append(args, kv.Val)
+				}
+				if useEval {
+					cmds[i] = r.link.Eval(ctx, p, keys, args...)
+				} else {
+					cmds[i] = r.link.EvalSha(ctx, p, keys, args...)
+				}
+			}
+			return nil
+		})
+		return err
+	}
+	err := run(false)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		err = run(true)
+	}
+	if err != nil && !isReplyError(cmds) {
+		return nil, wrapRedis("append chained", err)
+	}
+	out := make([]LinkResult, len(links))
+	for i, c := range cmds {
+		v, err := c.Slice()
+		switch {
+		case err != nil:
+			out[i].Err = wrapRedis("append chained", err)
+		case len(v) == 1:
+			out[i] = LinkResult{OK: true, Tail: links[i].Tail}
+		case len(v) == 2:
+			tail, _ := v[1].(string)
+			out[i] = LinkResult{Tail: tail}
+		default:
+			out[i].Err = fmt.Errorf("state: redis: append chained: unexpected reply %v", v)
+		}
+	}
+	return out, nil
+}
+
+// isReplyError reports whether every failed command failed with a Redis
+// error reply (per-link) rather than the connection (whole pipeline).
+func isReplyError(cmds []*redis.Cmd) bool {
+	for _, c := range cmds {
+		if c == nil {
+			return false
+		}
+		if err := c.Err(); err != nil {
+			if _, ok := err.(redis.Error); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
