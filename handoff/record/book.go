@@ -1,0 +1,320 @@
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonproxy/baton/state"
+)
+
+// Store is what a Book needs of the state store.
+type Store interface {
+	AppendChained(ctx context.Context, links []state.Link) ([]state.LinkResult, error)
+	Get(ctx context.Context, key string) ([]byte, error)
+	Range(ctx context.Context, key string, start, stop int64) ([][]byte, error)
+	IndexAdd(ctx context.Context, key, member string, score float64, ttl time.Duration) error
+	IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]state.Scored, error)
+	IndexRemove(ctx context.Context, key, member string) error
+	IndexCount(ctx context.Context, key string) (int64, error)
+}
+
+// ErrNotFound reports an unknown (or expired) record.
+var ErrNotFound = errors.New("record: not found")
+
+// Book writes and reads records. Synchronous writes (Write) cost one
+// pipelined round trip for any number of records; WriteLater queues a write
+// for a background flusher that batches them, so outcomes are recorded off
+// the request path. Nothing queued is dropped: Close flushes, a full queue
+// makes the writer wait, and a write the store refuses is logged with the
+// record (id, edge, request digest) and counted.
+type Book struct {
+	store     Store
+	retention time.Duration
+	log       *slog.Logger
+
+	tails tailCache
+	queue chan Record
+	done  chan struct{}
+	once  sync.Once
+
+	failed atomic.Int64
+}
+
+// queueSize bounds the records waiting for the flusher; flushBatch the
+// records written per round trip.
+const (
+	queueSize  = 4096
+	flushBatch = 128
+	maxRelinks = 64
+)
+
+// NewBook returns a Book keeping records for retention.
+func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
+	b := &Book{store: store, retention: retention, log: log,
+		tails: tailCache{m: map[string]string{}}, queue: make(chan Record, queueSize), done: make(chan struct{})}
+	go b.flusher()
+	return b
+}
+
+// Failed returns how many record writes the store refused.
+func (b *Book) Failed() int64 { return b.failed.Load() }
+
+// Write stores the records now, each appended to its trace's chain.
+func (b *Book) Write(ctx context.Context, recs ...*Record) error {
+	err := b.write(ctx, recs)
+	if err != nil {
+		b.lost(recs, err)
+	}
+	return err
+}
+
+// WriteLater queues a snapshot of rec for the background flusher.
+func (b *Book) WriteLater(rec *Record) {
+	b.queue <- *rec
+}
+
+// Close flushes what is queued and stops the flusher.
+func (b *Book) Close() {
+	b.once.Do(func() { close(b.queue) })
+	<-b.done
+}
+
+func (b *Book) flusher() {
+	defer close(b.done)
+	batch := make([]*Record, 0, flushBatch)
+	for rec := range b.queue {
+		batch = append(batch[:0], &rec)
+	more:
+		for len(batch) < flushBatch {
+			select {
+			case r, ok := <-b.queue:
+				if !ok {
+					break more
+				}
+				batch = append(batch, &r)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := b.write(ctx, batch); err != nil {
+			b.lost(batch, err)
+		}
+		cancel()
+	}
+}
+
+// lost logs records the store refused, with what identifies the request, so
+// that nothing is dropped silently.
+func (b *Book) lost(recs []*Record, err error) {
+	for _, r := range recs {
+		b.failed.Add(1)
+		b.log.Error("record not stored", "record_id", r.ID, "trace_id", r.TraceID, "edge", r.Edge(),
+			"state", string(r.State), "status", r.Status, "idempotency_key", r.Key,
+			"method", r.Method, "target", r.Target, "request_digest", r.RequestDigest, "error", err.Error())
+	}
+}
+
+// write appends every record to its chain in one round trip, then relinks
+// the ones that lost a race with another writer of the same trace.
+func (b *Book) write(ctx context.Context, recs []*Record) error {
+	now := time.Now()
+	pending := recs
+	for round := 0; len(pending) > 0; round++ {
+		if round == maxRelinks {
+			return fmt.Errorf("record: chain contended: %d records not linked", len(pending))
+		}
+		if round > 0 {
+			// Writers racing on one trace: back off with jitter so that one
+			// of them wins the next round.
+			time.Sleep(time.Duration(rand.Int64N(int64(round) * int64(200*time.Microsecond))))
+		}
+		links := make([]state.Link, len(pending))
+		assumed := map[string]string{} // tails within this batch
+		for i, r := range pending {
+			tail, ok := assumed[r.TraceID]
+			if !ok {
+				tail = b.tails.get(r.TraceID)
+			}
+			entry, next, err := encodeEntry(tail, r, now)
+			if err != nil {
+				return err
+			}
+			full, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("record: encoding: %w", err)
+			}
+			links[i] = state.Link{Log: chainKey(r.TraceID), Prev: tail, Tail: next, Entry: entry,
+				Sets: []state.KV{{Key: recordKey(r.ID), Val: full}}, TTL: b.retention}
+			assumed[r.TraceID] = next
+		}
+		res, err := b.store.AppendChained(ctx, links)
+		if err != nil {
+			return fmt.Errorf("record: writing: %w", err)
+		}
+		var retry []*Record
+		relearned := map[string]bool{}
+		for i, lr := range res {
+			switch {
+			case lr.Err != nil:
+				return fmt.Errorf("record: writing %s: %w", pending[i].ID, lr.Err)
+			case lr.OK:
+				b.tails.set(pending[i].TraceID, links[i].Tail)
+			default:
+				// Another writer linked first: learn its tail, try again. Later
+				// records of the same trace in this batch failed too.
+				if t := pending[i].TraceID; !relearned[t] {
+					b.tails.set(t, lr.Tail)
+					relearned[t] = true
+				}
+				retry = append(retry, pending[i])
+			}
+		}
+		pending = retry
+	}
+	return nil
+}
+
+// Get returns a record with its checkpoint.
+func (b *Book) Get(ctx context.Context, id string) (*Record, error) {
+	if TraceOf(id) == "" {
+		return nil, ErrNotFound
+	}
+	v, err := b.store.Get(ctx, recordKey(id))
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record: reading %s: %w", id, err)
+	}
+	var r Record
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("record: decoding %s: %w", id, err)
+	}
+	return &r, nil
+}
+
+// Trace is a trace's chain as stored: the raw entries (for Verify), the
+// tail, and the latest state of each record in order of creation.
+type Trace struct {
+	TraceID string
+	Entries [][]byte
+	Tail    string
+	Records []Record
+}
+
+// Trace reads a trace's chain.
+func (b *Book) Trace(ctx context.Context, traceID string) (*Trace, error) {
+	entries, err := b.store.Range(ctx, chainKey(traceID), 0, -1)
+	if err != nil {
+		return nil, fmt.Errorf("record: reading trace %s: %w", traceID, err)
+	}
+	tail := ""
+	if v, err := b.store.Get(ctx, chainKey(traceID)+":tail"); err == nil {
+		tail = string(v)
+	} else if !errors.Is(err, state.ErrNotFound) {
+		return nil, fmt.Errorf("record: reading trace %s: %w", traceID, err)
+	}
+	latest := map[string]Record{}
+	for _, e := range Decode(entries) {
+		latest[e.Record.ID] = e.Record
+	}
+	recs := make([]Record, 0, len(latest))
+	for _, r := range latest {
+		recs = append(recs, r)
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		if !recs[i].Created.Equal(recs[j].Created) {
+			return recs[i].Created.Before(recs[j].Created)
+		}
+		return recs[i].ID < recs[j].ID
+	})
+	return &Trace{TraceID: traceID, Entries: entries, Tail: tail, Records: recs}, nil
+}
+
+// DeadLetter writes rec (in state dead) and indexes it as a dead letter.
+func (b *Book) DeadLetter(ctx context.Context, rec *Record) error {
+	if err := b.Write(ctx, rec); err != nil {
+		return err
+	}
+	score := float64(rec.Updated.UnixMilli())
+	for _, k := range []string{dlqKey, dlqEdgeKey(rec.Edge())} {
+		if err := b.store.IndexAdd(ctx, k, rec.ID, score, b.retention); err != nil {
+			b.lost([]*Record{rec}, err)
+			return fmt.Errorf("record: indexing dead letter %s: %w", rec.ID, err)
+		}
+	}
+	return nil
+}
+
+// Undead removes rec from the dead-letter indexes.
+func (b *Book) Undead(ctx context.Context, rec *Record) error {
+	for _, k := range []string{dlqKey, dlqEdgeKey(rec.Edge())} {
+		if err := b.store.IndexRemove(ctx, k, rec.ID); err != nil {
+			return fmt.Errorf("record: unindexing dead letter %s: %w", rec.ID, err)
+		}
+	}
+	return nil
+}
+
+// DeadLetters pages through dead letters, oldest first, of one edge
+// ("from→to") or of all when edge is "". It returns the page and the total.
+func (b *Book) DeadLetters(ctx context.Context, edge string, offset, limit int) ([]Record, int64, error) {
+	key := dlqKey
+	if edge != "" {
+		key = dlqEdgeKey(edge)
+	}
+	total, err := b.store.IndexCount(ctx, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("record: counting dead letters: %w", err)
+	}
+	members, err := b.store.IndexRange(ctx, key, 0, 1e18, int64(offset), int64(limit))
+	if err != nil {
+		return nil, 0, fmt.Errorf("record: listing dead letters: %w", err)
+	}
+	out := make([]Record, 0, len(members))
+	for _, m := range members {
+		r, err := b.Get(ctx, m.Member)
+		if errors.Is(err, ErrNotFound) {
+			continue // expired with its retention
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, *r)
+	}
+	return out, total, nil
+}
+
+// tailCache remembers the last tail this process wrote per trace (bounded:
+// when full it is emptied; a miss costs one extra round trip, never
+// correctness).
+type tailCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const tailCacheSize = 1 << 16
+
+func (c *tailCache) get(trace string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[trace]
+}
+
+func (c *tailCache) set(trace, tail string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= tailCacheSize {
+		clear(c.m)
+	}
+	c.m[trace] = tail
+}

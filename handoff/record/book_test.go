@@ -1,0 +1,173 @@
+package record_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/state/redistest"
+)
+
+func stores(t *testing.T, run func(t *testing.T, s state.Store)) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		s := state.NewMemory(config.Memory{})
+		t.Cleanup(func() { s.Close() })
+		run(t, s)
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		s, err := state.NewRedis(config.Redis{URL: redistest.Shared(t), Prefix: "test:rec" + time.Now().Format("150405.000000000") + ":"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		run(t, s)
+	})
+}
+
+const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+func newRecord(to string) *record.Record {
+	now := time.Now()
+	return &record.Record{ID: record.NewID(trace), TraceID: trace, Side: record.Egress, From: "a", To: to, Hop: 1,
+		Method: "POST", Target: "/x", State: record.Sent, Created: now, Updated: now, Replayable: true,
+		Request: &record.Request{Method: "POST", URL: "http://b/x", Body: []byte(`{"x":1}`), BodyBytes: 7}}
+}
+
+func TestBookChainAndVerify(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s state.Store) {
+		ctx := context.Background()
+		b := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+		defer b.Close()
+		r1, r2 := newRecord("b"), newRecord("c")
+		if err := b.Write(ctx, r1, r2); err != nil {
+			t.Fatal(err)
+		}
+		r1.State, r1.Status = record.Delivered, 201
+		b.WriteLater(r1)
+		r2.State = record.Dead
+		if err := b.DeadLetter(ctx, r2); err != nil {
+			t.Fatal(err)
+		}
+		b.Close() // flush
+		tr, err := b.Trace(ctx, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Entries) != 4 || len(tr.Records) != 2 {
+			t.Fatalf("%d entries, %d records", len(tr.Entries), len(tr.Records))
+		}
+		if err := record.Verify(tr.Entries, tr.Tail); err != nil {
+			t.Fatalf("intact chain: %v", err)
+		}
+		got, err := b.Get(ctx, r1.ID)
+		if err != nil || got.State != record.Delivered || string(got.Request.Body) != `{"x":1}` {
+			t.Fatalf("Get: %+v %v", got, err)
+		}
+		dl, total, err := b.DeadLetters(ctx, "a→c", 0, 10)
+		if err != nil || total != 1 || len(dl) != 1 || dl[0].ID != r2.ID {
+			t.Fatalf("dead letters %v %d %v", dl, total, err)
+		}
+		if _, err := b.Get(ctx, trace+".0000000000000000"); !errors.Is(err, record.ErrNotFound) {
+			t.Errorf("unknown id: %v", err)
+		}
+	})
+}
+
+func TestVerifyDetectsTampering(t *testing.T) {
+	t.Parallel()
+	s := state.NewMemory(config.Memory{})
+	defer s.Close()
+	b := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+	for i := 0; i < 4; i++ {
+		if err := b.Write(context.Background(), newRecord("b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	tr, _ := b.Trace(context.Background(), trace)
+	clone := func() [][]byte {
+		out := make([][]byte, len(tr.Entries))
+		copy(out, tr.Entries)
+		return out
+	}
+	tests := []struct {
+		name    string
+		entries [][]byte
+		tail    string
+		want    string
+	}{
+		{"edited entry", func() [][]byte {
+			e := clone()
+			e[1] = []byte(strings.Replace(string(e[1]), `"to":"b"`, `"to":"x"`, 1))
+			return e
+		}(), tr.Tail, "does not follow entry 2"},
+		{"deleted middle entry", append(clone()[:1], clone()[2:]...), tr.Tail, "entries are missing"},
+		{"deleted last entry", clone()[:3], tr.Tail, "its tail is"},
+		{"edited last entry", func() [][]byte {
+			e := clone()
+			var en record.Entry
+			json.Unmarshal(e[3], &en)
+			en.Record.Status = 200
+			e[3], _ = json.Marshal(en)
+			return e
+		}(), tr.Tail, "its tail is"},
+		{"everything deleted", nil, tr.Tail, "chain is empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := record.Verify(tc.entries, tc.tail)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Verify = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConcurrentWritersOneTrace(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s state.Store) {
+		// Two Books on one store stand for two Batons (or replicas) sharing
+		// Redis and writing the same trace.
+		b1 := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+		b2 := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+		var wg sync.WaitGroup
+		for _, b := range []*record.Book{b1, b2} {
+			for i := 0; i < 4; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := 0; j < 10; j++ {
+						if err := b.Write(context.Background(), newRecord("b")); err != nil {
+							t.Error(err)
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		b1.Close()
+		b2.Close()
+		tr, err := b1.Trace(context.Background(), trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Entries) != 80 {
+			t.Errorf("%d entries, want 80", len(tr.Entries))
+		}
+		if err := record.Verify(tr.Entries, tr.Tail); err != nil {
+			t.Errorf("concurrent writers broke the chain: %v", err)
+		}
+	})
+}

@@ -1,0 +1,145 @@
+// Package record is the one model for handoff records, checkpoints and dead
+// letters. Every handoff is a Record with a state machine
+//
+//	sent → delivered(status)
+//	sent → failed → dead → replayed → delivered | dead
+//
+// The sender's Baton writes the record, with the outbound request it is about
+// to send (the checkpoint), before forwarding; the receiver's Baton writes a
+// receipt. Each write appends a snapshot to the trace's hash chain, so an
+// edited or deleted record is detectable (Verify). A Book stores and reads
+// records through the state store.
+package record
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// State is where a record is in its state machine.
+type State string
+
+// The states.
+const (
+	Sent      State = "sent"
+	Delivered State = "delivered"
+	Failed    State = "failed"
+	Dead      State = "dead"
+	Replayed  State = "replayed"
+)
+
+// Side tells which Baton wrote the record.
+type Side string
+
+// The sides.
+const (
+	Egress  Side = "egress"  // the sender's Baton: the delegation record
+	Ingress Side = "ingress" // the receiver's Baton: the receipt
+)
+
+// Record is one handoff as one Baton saw it.
+type Record struct {
+	ID       string `json:"id"`
+	TraceID  string `json:"trace_id"`
+	SpanID   string `json:"span_id"`
+	ParentID string `json:"parent_id,omitempty"` // the record that caused this one
+	Side     Side   `json:"side"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Hop      int    `json:"hop"`
+	Key      string `json:"idempotency_key,omitempty"`
+	Method   string `json:"method"`
+	Target   string `json:"target"`
+	// RequestDigest is the RFC 9530 style sha-256 of the request body.
+	RequestDigest string `json:"request_digest"`
+	// Envelope summarises the handoff envelope, when the body carries one.
+	Envelope *EnvelopeSummary `json:"envelope,omitempty"`
+	// Trust lists trust labels on the payload; Grant the bounded grant sent
+	// or received; SenderKeyID the verified signing key. Filled by the trust
+	// features when enabled.
+	Trust       []string `json:"trust,omitempty"`
+	Grant       string   `json:"grant,omitempty"`
+	SenderKeyID string   `json:"sender_key_id,omitempty"`
+
+	State    State   `json:"state"`
+	Status   int     `json:"status,omitempty"`
+	Attempts int     `json:"attempts"`
+	Latency  float64 `json:"latency_ms"`
+	Outcome  string  `json:"outcome,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	// Replayable is false when the checkpoint lacks the body (streamed or
+	// over the cap): such a dead letter can be inspected but not replayed.
+	Replayable bool `json:"replayable"`
+
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+
+	// Request is the checkpoint: the outbound request as sent (egress only).
+	// It is stored with the record, not in the hash chain.
+	Request *Request `json:"request,omitempty"`
+}
+
+// EnvelopeSummary is what a record keeps of a handoff envelope.
+type EnvelopeSummary struct {
+	Digest        string  `json:"digest"`
+	Version       string  `json:"schema_version,omitempty"`
+	TaskID        string  `json:"task_id,omitempty"`
+	Intent        string  `json:"intent,omitempty"`
+	Completeness  float64 `json:"completeness"`
+	OpenQuestions int     `json:"open_questions"`
+	Unverified    int     `json:"unverified"`
+	Violations    int     `json:"violations,omitempty"`
+}
+
+// Request is a stored outbound request: the checkpoint a handoff can be
+// resumed from.
+type Request struct {
+	Method    string      `json:"method"`
+	URL       string      `json:"url"`
+	Header    http.Header `json:"header"`
+	Body      []byte      `json:"body,omitempty"`
+	BodyBytes int64       `json:"body_bytes"`
+	Truncated bool        `json:"truncated,omitempty"`
+}
+
+// Edge renders from→to.
+func (r *Record) Edge() string { return r.From + "→" + r.To }
+
+// NewID returns a record id in trace: the trace id, a dot and 16 random hex
+// digits, so that the id alone finds the record's keys.
+func NewID(traceID string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return traceID + "." + hex.EncodeToString(b[:])
+}
+
+// TraceOf returns the trace id inside a record id, or "" when id is not one.
+func TraceOf(id string) string {
+	t, rest, ok := strings.Cut(id, ".")
+	if !ok || len(t) != 32 || len(rest) != 16 || !isHex(t) || !isHex(rest) {
+		return ""
+	}
+	return t
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Keys of one trace share the Redis Cluster hash tag {trace id}.
+func recordKey(id string) string { return "{" + TraceOf(id) + "}:rec:" + id }
+func chainKey(traceID string) string { return "{" + traceID + "}:chain" }
+
+// Dead-letter indexes: all dead letters, and those of one edge.
+const dlqKey = "dlq"
+
+func dlqEdgeKey(edge string) string { return "dlq:edge:" + edge }
