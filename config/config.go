@@ -36,6 +36,9 @@ type Config struct {
 	External External        `yaml:"external"`
 	Edges    []Edge          `yaml:"edges"`
 	Dedupe   Dedupe          `yaml:"dedupe"`
+	Retry    Retry           `yaml:"retry"`
+	Breaker  Breaker         `yaml:"breaker"`
+	Records  Records         `yaml:"records"`
 	Limits   Limits          `yaml:"limits"`
 	Timeouts Timeouts        `yaml:"timeouts"`
 
@@ -111,6 +114,12 @@ type Edge struct {
 	MaxHops int `yaml:"max_hops"`
 	// Dedupe overrides the top-level dedupe block for an inbound edge.
 	Dedupe *Dedupe `yaml:"dedupe"`
+	// Retry and Breaker override the top-level blocks for an outbound edge.
+	Retry   *Retry   `yaml:"retry"`
+	Breaker *Breaker `yaml:"breaker"`
+	// AutoReplay replays the edge's dead letters when its breaker closes
+	// again.
+	AutoReplay bool `yaml:"auto_replay"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is
@@ -315,6 +324,12 @@ func (c *Config) ApplyDefaults() {
 	defD(&c.Timeouts.Idle, DefaultIdle)
 	defD(&c.Timeouts.Dial, DefaultDial)
 	defD(&c.Timeouts.UpstreamHeader, DefaultUpstreamHeader)
+	if c.Records.Retention == 0 {
+		c.Records.Retention = Duration(DefaultRetention)
+	}
+	if c.Records.MaxBodyBytes == 0 {
+		c.Records.MaxBodyBytes = DefaultRecordBodyBytes
+	}
 	if c.Limits.MaxBodyBytes == 0 {
 		c.Limits.MaxBodyBytes = DefaultMaxBodyBytes
 	}

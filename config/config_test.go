@@ -62,6 +62,7 @@ func defaults() Config {
 		Listen:        Listen{Egress: "127.0.0.1:15001", Ingress: "0.0.0.0:15006", Admin: "127.0.0.1:15000"},
 		Store:         Store{Memory: Memory{MaxEntries: 100_000, MaxBytes: 64 << 20}},
 		Limits:        Limits{MaxBodyBytes: 10 << 20},
+		Records:       Records{Retention: Duration(DefaultRetention), MaxBodyBytes: DefaultRecordBodyBytes},
 		Timeouts: Timeouts{
 			ReadHeader:     Duration(10 * time.Second),
 			Idle:           Duration(120 * time.Second),
@@ -178,7 +179,8 @@ timeouts: {read_header: 1s, read: 2s, idle: 3s, dial: 4s, upstream_header: 5s}
 						},
 						Memory: Memory{MaxEntries: 10, MaxBytes: 1024},
 					},
-					Limits: Limits{MaxBodyBytes: 1},
+					Limits:  Limits{MaxBodyBytes: 1},
+					Records: Records{Retention: Duration(DefaultRetention), MaxBodyBytes: DefaultRecordBodyBytes},
 					Timeouts: Timeouts{
 						ReadHeader: Duration(time.Second), Read: Duration(2 * time.Second), Idle: Duration(3 * time.Second),
 						Dial: Duration(4 * time.Second), UpstreamHeader: Duration(5 * time.Second),
@@ -616,7 +618,7 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "top level, no near miss",
 			in:   minimal + "frobnicate: {window: 1h}\n",
-			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, limits, timeouts (line 3)`},
+			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, limits, timeouts (line 3)`},
 		},
 		{
 			name: "nested under listen",
@@ -636,17 +638,17 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "in a list item",
 			in:   minimal + "edges:\n  - {from: a}\n  - {from: b, retries: 3}\n",
-			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe (line 5)`},
+			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay (line 5)`},
 		},
 		{
 			name: "in a merged mapping",
 			in:   minimal + "edges: [{<<: {hops: 2}, from: a}]\n",
-			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe (line 3)`},
+			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay (line 3)`},
 		},
 		{
 			name: "fields filled by Validate are not keys",
 			in:   minimal + "upstreamurl: http://x\n",
-			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, limits, timeouts (line 3)`},
+			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, limits, timeouts (line 3)`},
 		},
 	}
 	for _, tt := range tests {

@@ -111,6 +111,9 @@ func (c *Config) Validate() error {
 	}
 	c.validateEdges(bad)
 	validateDedupe(bad, "dedupe", &c.Dedupe)
+	validateRetry(bad, "retry", &c.Retry)
+	validateBreaker(bad, "breaker", &c.Breaker)
+	c.validateRecords(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")
@@ -276,6 +279,11 @@ func (c *Config) validateEdges(bad badFunc) {
 			bad(path+".dedupe", nil, "applies to inbound edges (from) only: the receiver's Baton keeps the window")
 		}
 		validateDedupe(bad, path+".dedupe", e.Dedupe)
+		if e.From != "" && (e.Retry != nil || e.Breaker != nil || e.AutoReplay) {
+			bad(path, nil, "retry, breaker and auto_replay apply to outbound edges (to) only: the sender's Baton retries")
+		}
+		validateRetry(bad, path+".retry", e.Retry)
+		validateBreaker(bad, path+".breaker", e.Breaker)
 	}
 }
 
