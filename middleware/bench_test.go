@@ -89,13 +89,13 @@ func BenchmarkEgressChain(b *testing.B) {
 	log := benchLogger()
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	book := newMemBook(map[string]int{traceID: 1})
+	book := newMemBook(map[string]inbound{traceID: {hop: 1, record: "r1"}})
 	h := AccessLog(log, Egress, "analyst")(
 		Trace(tp, w3c())(
 			benchResolve(
-				Identity(book, log)(
+				Identity(book)(
 					Limit(1 << 20)(
-						IdempotencyKey()(drain()))))))
+						IdempotencyKey(1 << 20)(drain()))))))
 	header := http.Header{
 		"Content-Type": {"application/json"},
 		"Traceparent":  {"00-" + traceID + "-00f067aa0ba902b7-01"},
@@ -124,10 +124,9 @@ func BenchmarkIngressChain(b *testing.B) {
 	log := benchLogger()
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	book := newMemBook(nil)
 	h := AccessLog(log, Ingress, "summarizer")(
 		Trace(tp, w3c())(
-			HopGuard(func(string) int { return 8 }, book, log)(
+			HopGuard(func(string) int { return 8 })(
 				Limit(1 << 20)(drain()))))
 	runChain(b, h, benchBody(512, true), http.Header{
 		"Content-Type":    {"application/json"},

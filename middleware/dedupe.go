@@ -137,6 +137,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.BadRequest, "reading the request body failed")
 		return
 	}
+	in.Body, in.Buffered = body, true
 	sniffRPC(in, r, body)
 	fp := fingerprint(r, body)
 	skey := dedupeKey(in.From, in.To, key)

@@ -7,7 +7,8 @@ package middleware
 // anything leaves. At ingress, HopGuard reads Baton-Agent and Baton-Hop,
 // answers 400 to a malformed value and 508 beyond the inbound edge's
 // max_hops, and remembers the hop under the trace so that the agent's next
-// handoff continues the count. Both sit after Trace (they need the trace id)
+// handoff continues the count (Receipt does the remembering, with the
+// receipt's record id). Both sit after Trace (they need the trace id)
 // and, at egress, after destination resolution. They cannot fail open: the
 // hop book is in-process.
 
@@ -29,11 +30,12 @@ const (
 
 // HopBook remembers the hop of the inbound handoff of each trace.
 type HopBook interface {
-	// InboundHop returns the hop of the last inbound handoff in the trace,
-	// or 0 when the trace did not arrive through this Baton.
-	InboundHop(traceID string) int
-	// RememberInbound records the hop of an inbound handoff.
-	RememberInbound(traceID string, hop int)
+	// InboundHop returns the hop and the receipt record id of the last
+	// inbound handoff in the trace, or 0 and "" when the trace did not
+	// arrive through this Baton.
+	InboundHop(traceID string) (hop int, recordID string)
+	// RememberInbound records the hop and receipt id of an inbound handoff.
+	RememberInbound(traceID string, hop int, recordID string)
 }
 
 // Identity returns the egress identity and hop middleware.
@@ -46,7 +48,8 @@ func Identity(book HopBook) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			in.Hop = book.InboundHop(in.TraceID) + 1
+			prev, parent := book.InboundHop(in.TraceID)
+			in.Hop, in.ParentRecord = prev+1, parent
 			if in.MaxHops > 0 && in.Hop > in.MaxHops {
 				problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" would be hop "+
 					strconv.Itoa(in.Hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
@@ -73,7 +76,7 @@ func StripBatonHeaders(h http.Header) {
 
 // HopGuard returns the ingress hop middleware. maxHops gives the limit of the
 // inbound edge from a sender.
-func HopGuard(maxHops func(from string) int, book HopBook) func(http.Handler) http.Handler {
+func HopGuard(maxHops func(from string) int) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -97,7 +100,6 @@ func HopGuard(maxHops func(from string) int, book HopBook) func(http.Handler) ht
 					With("hop", hop).With("max_hops", in.MaxHops).Write(w)
 				return
 			}
-			book.RememberInbound(in.TraceID, hop)
 			next.ServeHTTP(w, r)
 		})
 	}

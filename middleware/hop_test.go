@@ -2,8 +2,6 @@ package middleware
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -14,51 +12,40 @@ import (
 	"github.com/batonproxy/baton/problem"
 )
 
-// memBook is an in-memory HopBook; err, when set, makes both methods fail
-// as a store that cannot be reached would.
+// memBook is an in-memory HopBook.
 type memBook struct {
 	mu   sync.Mutex
-	hops map[string]int
-	err  error
+	hops map[string]inbound
 	// reads counts InboundHop calls.
 	reads int
 }
 
-func newMemBook(hops map[string]int) *memBook {
+// inbound is what a HopBook holds per trace.
+type inbound struct {
+	hop    int
+	record string
+}
+
+func newMemBook(hops map[string]inbound) *memBook {
 	if hops == nil {
-		hops = map[string]int{}
+		hops = map[string]inbound{}
 	}
 	return &memBook{hops: hops}
 }
 
-func (b *memBook) InboundHop(_ context.Context, traceID string) (int, error) {
+func (b *memBook) InboundHop(traceID string) (int, string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.reads++
-	if b.err != nil {
-		return 0, b.err
-	}
-	return b.hops[traceID], nil
+	e := b.hops[traceID]
+	return e.hop, e.record
 }
 
-func (b *memBook) RememberInbound(_ context.Context, traceID string, hop int) error {
+func (b *memBook) RememberInbound(traceID string, hop int, recordID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.err != nil {
-		return b.err
-	}
-	b.hops[traceID] = hop
-	return nil
+	b.hops[traceID] = inbound{hop: hop, record: recordID}
 }
-
-func (b *memBook) hop(traceID string) (int, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	h, ok := b.hops[traceID]
-	return h, ok
-}
-
-var errStoreDown = errors.New("store: connection refused")
 
 func TestParseHop(t *testing.T) {
 	t.Parallel()
@@ -113,7 +100,6 @@ func TestHopGuard(t *testing.T) {
 		name      string
 		agent     []string // Baton-Agent values; nil: absent
 		hop       []string // Baton-Hop values; nil: absent
-		storeErr  error
 		want      int
 		wantClass problem.Class // for refusals
 		wantFrom  string
@@ -142,15 +128,10 @@ func TestHopGuard(t *testing.T) {
 			want: http.StatusBadRequest, wantClass: problem.BadRequest},
 		{name: "two agent headers", agent: []string{"analyst", "planner"}, hop: []string{"1"},
 			want: http.StatusBadRequest, wantClass: problem.BadRequest},
-		{name: "store down: fail open", agent: []string{"analyst"}, hop: []string{"2"}, storeErr: errStoreDown,
-			want: http.StatusOK, wantFrom: "analyst", wantHop: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			book := newMemBook(nil)
-			book.err = tc.storeErr
-			log, logs := logBuffer()
 			var asked []string
 			maxHops := func(from string) int {
 				asked = append(asked, from)
@@ -170,7 +151,7 @@ func TestHopGuard(t *testing.T) {
 				w.WriteHeader(http.StatusOK)
 			})
 			rec := httptest.NewRecorder()
-			HopGuard(maxHops, book, log)(next).ServeHTTP(rec, r)
+			HopGuard(maxHops)(next).ServeHTTP(rec, r)
 
 			if rec.Code != tc.want {
 				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.want, rec.Body)
@@ -188,9 +169,6 @@ func TestHopGuard(t *testing.T) {
 						t.Errorf("hop, max_hops = %v, %v; want %d, 8", doc["hop"], doc["max_hops"], tc.wantHop)
 					}
 				}
-				if h, ok := book.hop(trace); ok {
-					t.Errorf("refused handoff remembered as hop %d", h)
-				}
 				return
 			}
 			if in.From != tc.wantFrom || in.Hop != tc.wantHop || in.MaxHops != 8 {
@@ -199,19 +177,6 @@ func TestHopGuard(t *testing.T) {
 			}
 			if len(asked) != 1 || asked[0] != tc.wantFrom {
 				t.Errorf("maxHops asked for %q, want [%q]", asked, tc.wantFrom)
-			}
-			logged := strings.Contains(logs.String(), "hop book unavailable")
-			if tc.storeErr != nil {
-				if !logged || !strings.Contains(logs.String(), errStoreDown.Error()) {
-					t.Errorf("store error not logged: %s", logs)
-				}
-				return
-			}
-			if logged {
-				t.Errorf("unexpected warning: %s", logs)
-			}
-			if h, _ := book.hop(trace); h != tc.wantHop {
-				t.Errorf("book remembers hop %d, want %d", h, tc.wantHop)
 			}
 		})
 	}
@@ -224,19 +189,19 @@ func TestIdentity(t *testing.T) {
 		return &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: trace, MaxHops: 8}
 	}
 	tests := []struct {
-		name     string
-		in       *Info
-		inbound  int // hop of the inbound handoff in the book; 0: none
-		storeErr error
-		want     int
-		wantHop  int // Baton-Hop sent on, or the refused hop
+		name    string
+		in      *Info
+		inbound int // hop of the inbound handoff in the book; 0: none
+		want    int
+		wantHop int // Baton-Hop sent on, or the refused hop
 	}{
 		{name: "first handoff of a trace", in: handoff(), want: http.StatusOK, wantHop: 1},
 		{name: "continues the inbound hop", in: handoff(), inbound: 3, want: http.StatusOK, wantHop: 4},
 		{name: "last hop allowed", in: handoff(), inbound: 7, want: http.StatusOK, wantHop: 8},
 		{name: "inbound at max: 508 before anything leaves", in: handoff(), inbound: 8,
 			want: http.StatusLoopDetected, wantHop: 9},
-		{name: "store down: logged, counts from 1", in: handoff(), inbound: 5, storeErr: errStoreDown,
+		{name: "another trace's hop does not count", in: &Info{Side: Egress, Agent: "analyst", From: "analyst",
+			To: "summarizer", TraceID: "0af7651916cd43dd8448eb211c80319c", MaxHops: 8}, inbound: 8,
 			want: http.StatusOK, wantHop: 1},
 		{name: "no limit without MaxHops", in: &Info{Side: Egress, Agent: "analyst", From: "analyst",
 			To: "summarizer", TraceID: trace}, inbound: 100, want: http.StatusOK, wantHop: 101},
@@ -244,12 +209,11 @@ func TestIdentity(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			const receipt = "receipt-of-the-inbound-handoff"
 			book := newMemBook(nil)
 			if tc.inbound > 0 {
-				book.hops[trace] = tc.inbound
+				book.RememberInbound(trace, tc.inbound, receipt)
 			}
-			book.err = tc.storeErr
-			log, logs := logBuffer()
 			r := withInfo(httptest.NewRequest(http.MethodPost, "http://summarizer/", nil), tc.in)
 			r.Header.Set(HeaderAgent, "mallory")
 			r.Header.Set(HeaderHop, "1")
@@ -258,13 +222,16 @@ func TestIdentity(t *testing.T) {
 				got = r.Header.Clone()
 			})
 			rec := httptest.NewRecorder()
-			Identity(book, log)(next).ServeHTTP(rec, r)
+			Identity(book)(next).ServeHTTP(rec, r)
 
 			if rec.Code != tc.want {
 				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.want, rec.Body)
 			}
 			if tc.in.Hop != tc.wantHop {
 				t.Errorf("Info.Hop = %d, want %d", tc.in.Hop, tc.wantHop)
+			}
+			if continues := tc.in.TraceID == trace && tc.inbound > 0; continues != (tc.in.ParentRecord == receipt) {
+				t.Errorf("Info.ParentRecord = %q; want the inbound receipt only when the trace came in", tc.in.ParentRecord)
 			}
 			if tc.want != http.StatusOK {
 				if got != nil {
@@ -280,10 +247,6 @@ func TestIdentity(t *testing.T) {
 				len(h) != 1 || h[0] != strconv.Itoa(tc.wantHop) {
 				t.Errorf("Baton-Agent, Baton-Hop = %q, %q; want [analyst], [%d]", a, h, tc.wantHop)
 			}
-			logged := strings.Contains(logs.String(), "hop book unavailable")
-			if logged != (tc.storeErr != nil) {
-				t.Errorf("warning logged = %v, want %v: %s", logged, tc.storeErr != nil, logs)
-			}
 		})
 	}
 }
@@ -291,13 +254,12 @@ func TestIdentity(t *testing.T) {
 func TestIdentityExternalFetch(t *testing.T) {
 	t.Parallel()
 	book := newMemBook(nil)
-	log, _ := logBuffer()
 	in := &Info{Side: Egress, Agent: "analyst", From: "analyst", External: "api.example.com:443", MaxHops: 1}
 	r := withInfo(httptest.NewRequest(http.MethodGet, "https://api.example.com/", nil), in)
 	r.Header.Set(HeaderAgent, "mallory")
 	r.Header.Set(HeaderSignature, "sig1=:AAAA:")
 	var got http.Header
-	Identity(book, log)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	Identity(book)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Clone()
 	})).ServeHTTP(httptest.NewRecorder(), r)
 	if got == nil {

@@ -8,13 +8,14 @@ package middleware
 // SendMessage / SendStreamingMessage (or v0.3 message/send, message/stream)
 // request, else from (trace id, from, to, method, target, body digest).
 // Deriving reads the body (already capped by Limit) and hands the proxy a
-// replayable copy. Idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT,
+// replayable copy; so does any body small enough to checkpoint. Idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT,
 // DELETE) and external fetches get no derived key. It sits after Identity
 // and Limit. It fails closed: a body that cannot be read is not forwarded.
 
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -34,8 +35,11 @@ const MaxKeyLen = 255
 // ErrBadKey reports a malformed Idempotency-Key.
 var ErrBadKey = errors.New("idempotency key must be one RFC 8941 string of 1 to 255 printable ASCII characters")
 
-// IdempotencyKey returns the egress key middleware.
-func IdempotencyKey() func(http.Handler) http.Handler {
+// IdempotencyKey returns the egress key middleware. Bodies of handoffs up to
+// bufferMax bytes (Content-Length known) are buffered so that the request can
+// be checkpointed and retried; larger or chunked ones stream through, unless
+// a key must be derived from them.
+func IdempotencyKey(bufferMax int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -43,34 +47,35 @@ func IdempotencyKey() func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			hasKey := false
 			if vs := r.Header[HeaderIdempotencyKey]; len(vs) > 0 {
 				key, err := ParseKey(vs)
 				if err != nil {
 					problem.Write(w, r, problem.BadIdempotencyKey, err.Error())
 					return
 				}
-				in.Key = key
+				in.Key, hasKey = key, true
 				r.Header[HeaderIdempotencyKey] = []string{QuoteKey(key)}
-				next.ServeHTTP(w, r)
-				return
 			}
-			if idempotentMethod(r.Method) {
-				next.ServeHTTP(w, r)
-				return
-			}
-			body, err := readBody(r)
-			if err != nil {
-				var tooBig *http.MaxBytesError
-				if errors.As(err, &tooBig) {
-					BodyTooLarge(w, r, tooBig.Limit)
+			derive := !hasKey && !idempotentMethod(r.Method)
+			if derive || (r.ContentLength >= 0 && r.ContentLength <= bufferMax) {
+				body, err := readBody(r)
+				if err != nil {
+					var tooBig *http.MaxBytesError
+					if errors.As(err, &tooBig) {
+						BodyTooLarge(w, r, tooBig.Limit)
+						return
+					}
+					in.Err = err
+					problem.Write(w, r, problem.BadRequest, "reading the request body failed")
 					return
 				}
-				in.Err = err
-				problem.Write(w, r, problem.BadRequest, "reading the request body failed")
-				return
+				in.Body, in.Buffered = body, true
 			}
-			in.Key, in.KeyDerived = DeriveKey(in, r, body), true
-			r.Header[HeaderIdempotencyKey] = []string{QuoteKey(in.Key)}
+			if derive {
+				in.Key, in.KeyDerived = DeriveKey(in, r, in.Body), true
+				r.Header[HeaderIdempotencyKey] = []string{QuoteKey(in.Key)}
+			}
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -106,23 +111,32 @@ func readBody(r *http.Request) ([]byte, error) {
 // DeriveKey computes the deterministic key of a handoff whose agent sent
 // none.
 func DeriveKey(in *Info, r *http.Request, body []byte) string {
-	h := sha256.New()
+	// The fields are hashed as one length-prefixed message built on the
+	// stack: hashing through hash.Hash cost an allocation per field.
+	var buf [256]byte
+	msg := buf[:0]
 	if id := a2aMessageID(r, body); id != "" {
-		writeField(h, "a2a")
-		writeField(h, in.From)
-		writeField(h, in.To)
-		writeField(h, id)
-		return "a2a-" + hex.EncodeToString(h.Sum(nil)[:16])
+		msg = appendField(msg, "a2a")
+		msg = appendField(msg, in.From)
+		msg = appendField(msg, in.To)
+		msg = appendField(msg, id)
+		return keyString("a2a-", sha256.Sum256(msg))
 	}
 	digest := sha256.Sum256(body)
-	writeField(h, "http")
-	writeField(h, in.TraceID)
-	writeField(h, in.From)
-	writeField(h, in.To)
-	writeField(h, r.Method)
-	writeField(h, r.URL.RequestURI())
-	h.Write(digest[:])
-	return "bk-" + hex.EncodeToString(h.Sum(nil)[:16])
+	msg = appendField(msg, "http")
+	msg = appendField(msg, in.TraceID)
+	msg = appendField(msg, in.From)
+	msg = appendField(msg, in.To)
+	msg = appendField(msg, r.Method)
+	msg = appendField(msg, r.URL.RequestURI())
+	msg = append(msg, digest[:]...)
+	return keyString("bk-", sha256.Sum256(msg))
+}
+
+// appendField appends s length-prefixed, as writeField writes it.
+func appendField(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
 }
 
 // writeField writes s length-prefixed, so that fields cannot run together.
@@ -130,6 +144,14 @@ func writeField(w io.Writer, s string) {
 	n := len(s)
 	_, _ = w.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 	_, _ = io.WriteString(w, s)
+}
+
+// keyString renders prefix and the first 16 bytes of sum in hex.
+func keyString(prefix string, sum [sha256.Size]byte) string {
+	var out [8 + 32]byte
+	n := copy(out[:], prefix)
+	n += hex.Encode(out[n:], sum[:16])
+	return string(out[:n])
 }
 
 // a2aSend lists the A2A methods whose message id is the natural key.

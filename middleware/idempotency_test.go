@@ -198,6 +198,33 @@ func TestDeriveKeyIsDeterministicAndSensitive(t *testing.T) {
 	}
 }
 
+// TestDeriveKeyIsStable pins derived keys: a retry that spans a Baton
+// upgrade must get the key its first attempt got.
+func TestDeriveKeyIsStable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		change func(*keyInput)
+		want   string
+	}{
+		{name: "JSON body", change: func(*keyInput) {}, want: "bk-79ec0a653f0799964bd5778fe2862682"},
+		{name: "A2A SendMessage", change: func(k *keyInput) { k.body = a2aBody("SendMessage", "m-1") },
+			want: "a2a-8e086a763a15f56079df680220da719b"},
+		{name: "PATCH without a body", change: func(k *keyInput) { k.method, k.body = http.MethodPatch, "" },
+			want: "bk-2d0a1da96401c2abd03066f14af0ec76"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := baseKeyInput()
+			tc.change(&k)
+			if got := k.derive(t); got != tc.want {
+				t.Errorf("DeriveKey = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestDeriveKeyA2A(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -338,7 +365,7 @@ func TestIdempotencyKey(t *testing.T) {
 				}
 			})
 			rec := httptest.NewRecorder()
-			IdempotencyKey()(next).ServeHTTP(rec, r)
+			IdempotencyKey(1<<20)(next).ServeHTTP(rec, r)
 
 			if rec.Code != tc.want {
 				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.want, rec.Body)
@@ -382,7 +409,7 @@ func TestIdempotencyKeyDerivedFromWhatAgentSent(t *testing.T) {
 	in := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: "t1"}
 	r := withInfo(httptest.NewRequest(http.MethodPost, "http://summarizer/", strings.NewReader(body)), in)
 	r.Header.Set("Content-Type", "application/json")
-	IdempotencyKey()(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).
+	IdempotencyKey(1<<20)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).
 		ServeHTTP(httptest.NewRecorder(), r)
 	if want := DeriveKey(in, r, []byte(body)); in.Key != want || !strings.HasPrefix(want, "a2a-") {
 		t.Errorf("Info.Key = %q, want %q", in.Key, want)
@@ -442,7 +469,7 @@ func TestIdempotencyKeyReplayableBody(t *testing.T) {
 				}
 			})
 			rec := httptest.NewRecorder()
-			IdempotencyKey()(next).ServeHTTP(rec, r)
+			IdempotencyKey(1<<20)(next).ServeHTTP(rec, r)
 			if !served || rec.Code != http.StatusOK {
 				t.Fatalf("status %d, served %v", rec.Code, served)
 			}
@@ -474,7 +501,7 @@ func TestIdempotencyKeyBodyErrors(t *testing.T) {
 			in := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: "t1"}
 			r := withInfo(httptest.NewRequest(http.MethodPost, "http://summarizer/", nil), in)
 			r.Body, r.ContentLength = io.NopCloser(tc.body), tc.length
-			h := IdempotencyKey()(mustNotServe(t))
+			h := IdempotencyKey(1 << 20)(mustNotServe(t))
 			if tc.limit > 0 {
 				h = Limit(tc.limit)(h)
 			}

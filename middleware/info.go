@@ -46,6 +46,16 @@ type Info struct {
 	MaxHops int
 	// Hop is the handoff depth within the trace.
 	Hop int
+	// RecordID is this Baton's record of the handoff (the delegation record
+	// at egress, the receipt at ingress); ParentRecord the record that caused
+	// it (at egress the receipt of the inbound handoff in the same trace, at
+	// ingress the sender's delegation record).
+	RecordID, ParentRecord string
+	// Body is the request body when Baton buffered it (replayable), nil when
+	// it streams through.
+	Body []byte
+	// Buffered reports that Body holds the whole body (possibly empty).
+	Buffered bool
 	// Key is the idempotency key (unquoted) and KeyDerived whether Baton
 	// derived it.
 	Key        string

@@ -41,6 +41,8 @@ const (
 // the globals; nothing here reads them).
 func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(http.Handler) http.Handler {
 	tracer := tp.Tracer("github.com/batonproxy/baton")
+	client := trace.WithSpanKind(trace.SpanKindClient)
+	server := trace.WithSpanKind(trace.SpanKindServer)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -62,11 +64,11 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 				r.Header.Del(HeaderTracestate)
 			}
 
-			kind := trace.SpanKindClient
+			kind, opt := trace.SpanKindClient, client
 			if in.Side == Ingress {
-				kind = trace.SpanKindServer
+				kind, opt = trace.SpanKindServer, server
 			}
-			ctx, span := tracer.Start(ctx, "invoke_agent", trace.WithSpanKind(kind))
+			ctx, span := tracer.Start(ctx, "invoke_agent", opt)
 			defer span.End()
 			sc := span.SpanContext()
 			in.TraceID = sc.TraceID().String()
@@ -79,17 +81,21 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 			// its destination after this middleware, so that even a refused
 			// destination is traced).
 			span.SetName(spanName(in, r.Method))
-			span.SetAttributes(
+			status := in.Status()
+			// One SetAttributes call: each call allocates its slice and
+			// grows the span's.
+			attrs := [6]attribute.KeyValue{
 				AttrOperation.String("invoke_agent"),
 				AttrAgentName.String(agentAttr(in)),
 				AttrEdge.String(in.Edge()),
 				AttrSide.String(in.Side.String()),
-			)
-			if in.Handoff() {
-				span.SetAttributes(AttrHop.Int(in.Hop))
+				attribute.Int("http.response.status_code", status),
 			}
-			status := in.Status()
-			span.SetAttributes(attribute.Int("http.response.status_code", status))
+			n := 5
+			if in.Handoff() {
+				attrs[n], n = AttrHop.Int(in.Hop), n+1
+			}
+			span.SetAttributes(attrs[:n]...)
 			if status >= 500 || (kind == trace.SpanKindClient && status >= 400) {
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}

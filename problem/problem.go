@@ -35,6 +35,9 @@ const (
 	HopLimit            Class = "hop-limit"
 	UpstreamUnavailable Class = "upstream-unavailable"
 	UpstreamTimeout     Class = "upstream-timeout"
+	CircuitOpen         Class = "circuit-open"
+	NotDeadLetter       Class = "not-a-dead-letter"
+	NotReplayable       Class = "not-replayable"
 	StoreUnavailable    Class = "store-unavailable"
 	KeyRequired         Class = "idempotency-key-required"
 	InFlight            Class = "request-in-flight"
@@ -65,6 +68,9 @@ var classes = map[Class]classInfo{
 	HopLimit:            {"Handoff hop limit exceeded", http.StatusLoopDetected, -32062},
 	UpstreamUnavailable: {"Upstream refused or failed", http.StatusBadGateway, -32063},
 	UpstreamTimeout:     {"Upstream timed out", http.StatusGatewayTimeout, -32064},
+	CircuitOpen:         {"Circuit breaker open", http.StatusServiceUnavailable, -32066},
+	NotDeadLetter:       {"Not a dead letter", http.StatusConflict, -32067},
+	NotReplayable:       {"Dead letter not replayable", http.StatusConflict, -32067},
 	StoreUnavailable:    {"State store unavailable", http.StatusServiceUnavailable, -32065},
 	NotReady:            {"Not ready", http.StatusServiceUnavailable, -32065},
 	NotFound:            {"Not found", http.StatusNotFound, -32601},

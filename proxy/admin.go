@@ -19,6 +19,7 @@ func (s *Server) adminRouter() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", s.readyz)
+	s.recordRoutes(r)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.NotFound, "no admin endpoint "+r.URL.Path)
 	})

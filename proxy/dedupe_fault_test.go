@@ -32,10 +32,24 @@ func TestDedupeRedisKilledFailsClosedThenResumes(t *testing.T) {
 	}
 	srv.Kill()
 	for _, key := range []string{"k1", "k2"} {
-		resp := post(t, p.a.EgressAddr(), key, `{}`)
+		// Straight to the receiver: its own answer.
+		req, _ := http.NewRequest("POST", "http://"+p.b.IngressAddr()+"/pay", strings.NewReader("{}"))
+		req.Header.Set("Baton-Agent", "analyst")
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" ||
 			!strings.HasSuffix(readProblem(t, resp).Type, "#store-unavailable") {
 			t.Errorf("%s during the outage: %d", key, resp.StatusCode)
+		}
+		resp.Body.Close()
+		// Through the sender's Baton, the receiver's answer passes through
+		// and the handoff is dead-lettered for a later replay.
+		resp = post(t, p.a.EgressAddr(), key, `{}`)
+		if resp.StatusCode != 503 || resp.Header.Get("Baton-Dead-Letter") == "" {
+			t.Errorf("%s through the sender during the outage: %d %v", key, resp.StatusCode, resp.Header)
 		}
 	}
 	if n := agent.total.Load(); n != 1 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
@@ -38,6 +39,11 @@ func errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(r.Context().Err(), context.Canceled) {
 		return
 	}
+	var dl *DeadLetterError
+	if errors.As(err, &dl) {
+		deadLettered(w, r, in, dl)
+		return
+	}
 	c := classify(err)
 	var detail, dest string
 	switch {
@@ -63,6 +69,30 @@ func errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 		detail = dest + " could not be reached: " + reason(err)
 	}
 	problem.Write(w, r, c, detail)
+}
+
+// deadLettered answers a handoff that was dead-lettered: 503 when the
+// peer's breaker was open, 504 after timeouts, 502 otherwise, each with the
+// record id to inspect or replay it by.
+func deadLettered(w http.ResponseWriter, r *http.Request, in *middleware.Info, dl *DeadLetterError) {
+	peer := "the peer"
+	if in != nil {
+		peer = "peer " + in.To
+	}
+	var d *problem.Details
+	switch {
+	case dl.Breaker:
+		d = problem.New(r, problem.CircuitOpen, "the circuit breaker for "+peer+" is open; the handoff was dead-lettered")
+	case dl.Timeout:
+		d = problem.New(r, problem.UpstreamTimeout, peer+" did not answer in time; the handoff was dead-lettered")
+	case dl.Status != 0:
+		d = problem.New(r, problem.UpstreamUnavailable, peer+" kept answering "+strconv.Itoa(dl.Status)+
+			"; the handoff was dead-lettered").With("upstream_status", dl.Status)
+	default:
+		d = problem.New(r, problem.UpstreamUnavailable, peer+" could not be reached: "+reason(dl.Err)+
+			"; the handoff was dead-lettered")
+	}
+	d.With("record_id", dl.RecordID).Write(w)
 }
 
 // reason names the cause of a connection failure without leaking internals.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,7 +156,12 @@ func TestClientGoneMidStreamIsLogged(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
 	done := make(chan struct{})
+	var calls atomic.Int64
 	agent := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			io.WriteString(w, "data: again\n\n")
+			return
+		}
 		defer close(done)
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: 1\n\n")

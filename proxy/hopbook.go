@@ -20,6 +20,7 @@ type hopBook struct {
 
 type hopEntry struct {
 	hop     int
+	record  string
 	expires time.Time
 }
 
@@ -29,17 +30,17 @@ func newHopBook(ttl time.Duration) *hopBook {
 	return &hopBook{ttl: ttl, local: make(map[string]hopEntry), order: make([]string, hopBookSize)}
 }
 
-func (b *hopBook) InboundHop(traceID string) int {
+func (b *hopBook) InboundHop(traceID string) (int, string) {
 	b.mu.Lock()
 	e, ok := b.local[traceID]
 	b.mu.Unlock()
 	if ok && time.Now().Before(e.expires) {
-		return e.hop
+		return e.hop, e.record
 	}
-	return 0
+	return 0, ""
 }
 
-func (b *hopBook) RememberInbound(traceID string, hop int) {
+func (b *hopBook) RememberInbound(traceID string, hop int, recordID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.local[traceID]; !ok {
@@ -49,5 +50,5 @@ func (b *hopBook) RememberInbound(traceID string, hop int) {
 		b.order[b.next] = traceID
 		b.next = (b.next + 1) % len(b.order)
 	}
-	b.local[traceID] = hopEntry{hop: hop, expires: time.Now().Add(b.ttl)}
+	b.local[traceID] = hopEntry{hop: hop, record: recordID, expires: time.Now().Add(b.ttl)}
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
@@ -36,9 +37,13 @@ type Options struct {
 // ingress need no routing: every request runs the whole chain (a chi.Chain)
 // and ends at the reverse proxy, whatever its method or path.
 type Server struct {
-	cfg   *config.Config
-	store state.Store
-	log   *slog.Logger
+	cfg    *config.Config
+	store  state.Store
+	log    *slog.Logger
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+	book   *record.Book
+	edges  map[string]*edge // by peer
 
 	egress, ingress, admin *http.Server
 
@@ -57,7 +62,9 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("proxy: Options needs Config, Store, TracerProvider, Propagator and Logger")
 	}
 	c := o.Config
-	s := &Server{cfg: c, store: o.Store, log: o.Logger, errc: make(chan error, 3)}
+	s := &Server{cfg: c, store: o.Store, log: o.Logger, errc: make(chan error, 3),
+		tracer: o.TracerProvider.Tracer("github.com/batonproxy/baton"), prop: o.Propagator,
+		book: record.NewBook(o.Store, c.Records.Retention.D(), o.Logger), edges: map[string]*edge{}}
 	pool := NewBufferPool()
 	errLog := slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)
 	topts := TransportOptions{Dial: c.Timeouts.Dial.D(), UpstreamHeader: c.Timeouts.UpstreamHeader.D()}
@@ -65,7 +72,14 @@ func New(o Options) (*Server, error) {
 	guard := trust.NewAddressGuard(c.External.Allow)
 	topts.Control = guard.Control
 	externalTransport := NewTransport(topts)
-	book := newHopBook(hopTTL)
+	hops := newHopBook(hopTTL)
+	for name := range c.Peers {
+		var onClose func()
+		if e, ok := c.OutEdge(name); ok && e.AutoReplay {
+			onClose = func() { s.replayEdge(name) }
+		}
+		s.edges[name] = newEdge(c, name, peerTransport, s.book, o.Logger, onClose)
+	}
 
 	egressProxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -74,7 +88,7 @@ func New(o Options) (*Server, error) {
 			// included) and joins the target's base path.
 			pr.SetURL(in.Target)
 		},
-		Transport:    &routedTransport{peer: peerTransport, external: externalTransport},
+		Transport:    &routedTransport{edges: s.edges, external: externalTransport},
 		BufferPool:   pool,
 		ErrorHandler: errorHandler,
 		ErrorLog:     errLog,
@@ -94,9 +108,9 @@ func New(o Options) (*Server, error) {
 		middleware.AccessLog(o.Logger, middleware.Egress, c.Agent),
 		tracing,
 		rs.middleware,
-		middleware.Identity(book),
+		middleware.Identity(hops),
 		middleware.Limit(c.Limits.MaxBodyBytes),
-		middleware.IdempotencyKey(),
+		middleware.IdempotencyKey(c.Records.MaxBodyBytes),
 	).Handler(egressProxy)
 
 	maxHops := func(from string) int {
@@ -108,7 +122,8 @@ func New(o Options) (*Server, error) {
 	ig := chi.Chain(
 		middleware.AccessLog(o.Logger, middleware.Ingress, c.Agent),
 		tracing,
-		middleware.HopGuard(maxHops, book),
+		middleware.HopGuard(maxHops),
+		middleware.Receipt(s.book, hops),
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
 	).Handler(ingressProxy)
@@ -200,6 +215,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	s.book.Close() // flush queued records
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("proxy: shutdown: %w", err)
 	}
@@ -234,15 +250,17 @@ func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy
 	}
 }
 
-// routedTransport sends handoffs over the peer transport and external
-// fetches over the guarded one.
+// routedTransport sends handoffs along their peer's edge (records,
+// breaker, retries) and external fetches over the guarded transport.
 type routedTransport struct {
-	peer, external http.RoundTripper
+	edges    map[string]*edge
+	external http.RoundTripper
 }
 
 func (t *routedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if in := middleware.InfoFromContext(r.Context()); in != nil && !in.Handoff() {
+	in := middleware.InfoFromContext(r.Context())
+	if in == nil || !in.Handoff() {
 		return t.external.RoundTrip(r)
 	}
-	return t.peer.RoundTrip(r)
+	return t.edges[in.To].RoundTrip(r)
 }

@@ -1,0 +1,80 @@
+package middleware
+
+// Receipt writes the receiving Baton's record of each inbound handoff: it
+// names the receipt (so that the agent's own handoffs in the same trace can
+// point back to it), remembers the trace's hop, and after the response
+// records the outcome: delivered with the agent's status, replayed from the
+// dedupe window, or failed. The write is queued for the record book's
+// background flusher, off the response path. It sits after HopGuard (it
+// needs the sender and hop) and before Dedupe (so that a duplicate answered
+// from the window is recorded too). A store that refuses the write does not
+// fail the request: the book logs the record and counts it.
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/batonproxy/baton/handoff/record"
+)
+
+// HeaderRecord carries the sender's record id, so that the receipt links to
+// the delegation record.
+const HeaderRecord = "Baton-Record"
+
+// RecordWriter queues a record for writing.
+type RecordWriter interface {
+	WriteLater(rec *record.Record)
+}
+
+// Receipt returns the ingress receipt middleware.
+func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			in := info(r)
+			in.RecordID = record.NewID(in.TraceID)
+			if p := r.Header.Get(HeaderRecord); record.TraceOf(p) == in.TraceID {
+				in.ParentRecord = p
+			}
+			hops.RememberInbound(in.TraceID, in.Hop, in.RecordID)
+			next.ServeHTTP(w, r)
+
+			now := time.Now()
+			rec := &record.Record{
+				ID: in.RecordID, TraceID: in.TraceID, ParentID: in.ParentRecord, Side: record.Ingress,
+				From: in.From, To: in.To, Hop: in.Hop, Key: in.Key, Method: r.Method, Target: r.URL.RequestURI(),
+				Status: in.Status(), Attempts: 1, Created: in.Start, Updated: now,
+				Latency: float64(now.Sub(in.Start).Microseconds()) / 1000,
+			}
+			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+				rec.SpanID = sc.SpanID().String()
+			}
+			if in.Buffered {
+				rec.RequestDigest = ContentDigest(in.Body)
+			}
+			switch {
+			case in.Dedupe == DedupeReplayed:
+				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window"
+			case in.Err != nil || rec.Status == 0:
+				rec.State, rec.Outcome = record.Failed, "not delivered"
+				if in.Err != nil {
+					rec.Error = in.Err.Error()
+				}
+			case in.Dedupe != "" && in.Dedupe != DedupeClaimed:
+				rec.State, rec.Outcome = record.Failed, "refused by the dedupe window: "+string(in.Dedupe)
+			default:
+				rec.State, rec.Outcome = record.Delivered, "delivered to the agent"
+			}
+			book.WriteLater(rec)
+		})
+	}
+}
+
+// ContentDigest renders body's RFC 9530 sha-256 digest, as records keep it.
+func ContentDigest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+}
