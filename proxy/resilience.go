@@ -233,9 +233,11 @@ func (e *edge) try(req *http.Request, deadline time.Time) (*http.Response, bool,
 		cancel()
 		return nil, true, fmt.Errorf("try timed out: %w", context.DeadlineExceeded)
 	case err == nil:
-		if resp.StatusCode != http.StatusSwitchingProtocols {
-			// An upgraded connection keeps its writable body and lives with
-			// the request's own context.
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			// An upgraded connection keeps its writable body and lives as
+			// long as the request's own context.
+			context.AfterFunc(req.Context(), cancel)
+		} else {
 			resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 		}
 		if retryableStatus(resp.StatusCode) {

@@ -136,7 +136,7 @@ func isHex(s string) bool {
 }
 
 // Keys of one trace share the Redis Cluster hash tag {trace id}.
-func recordKey(id string) string { return "{" + TraceOf(id) + "}:rec:" + id }
+func recordKey(id string) string     { return "{" + TraceOf(id) + "}:rec:" + id }
 func chainKey(traceID string) string { return "{" + traceID + "}:chain" }
 
 // Dead-letter indexes: all dead letters, and those of one edge.
