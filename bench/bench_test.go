@@ -86,31 +86,119 @@ func TestRequestBody(t *testing.T) {
 }
 
 // TestBatonConfigs checks that the configs the harness generates pass
-// Baton's own strict decoding and validation.
+// Baton's own strict decoding and validation, and say what each row means.
 func TestBatonConfigs(t *testing.T) {
 	t.Parallel()
+	receiver := batonSpec{
+		agent: "bench-b", upstream: "http://127.0.0.1:9000",
+		egress: "127.0.0.1:9011", ingress: "127.0.0.1:9012", admin: "127.0.0.1:9013",
+		edgeFrom: []string{"bench-a"},
+	}
+	with := func(f func(*batonSpec)) batonSpec { s := receiver; f(&s); return s }
+	const prefix = "bench:0123456789ab:"
 	tests := []struct {
-		name string
-		spec batonSpec
+		name      string
+		spec      batonSpec
+		dedupe    bool
+		redisPref string // "" for the memory store
 	}{
-		{name: "1hop", spec: batonSpec{
+		{name: "1hop", dedupe: true, spec: batonSpec{
 			agent: "bench-a", upstream: "http://127.0.0.1:9000",
 			egress: "127.0.0.1:9001", ingress: "127.0.0.1:9002", admin: "127.0.0.1:9003",
 			peers: map[string]string{"bench-b": "http://127.0.0.1:9000"}, edgesTo: []string{"bench-b"},
 		}},
-		{name: "2hop receiver", spec: batonSpec{
-			agent: "bench-b", upstream: "http://127.0.0.1:9000",
-			egress: "127.0.0.1:9011", ingress: "127.0.0.1:9012", admin: "127.0.0.1:9013",
-			edgeFrom: []string{"bench-a"},
-		}},
+		{name: "2hop receiver", dedupe: true, spec: receiver},
+		{name: "2hop receiver nodedupe", spec: with(func(s *batonSpec) { s.noDedupe = true })},
+		{name: "2hop receiver redis", dedupe: true, redisPref: prefix, spec: with(func(s *batonSpec) {
+			s.redisURL, s.redisPrefix = benchRedisURL, prefix
+		})},
+		{name: "2hop receiver redis nodedupe", redisPref: prefix, spec: with(func(s *batonSpec) {
+			s.redisURL, s.redisPrefix, s.noDedupe = benchRedisURL, prefix, true
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := config.Parse(strings.NewReader(tt.spec.yaml()), func(string) string { return "" }); err != nil {
-				t.Errorf("config.Parse:\n%s\nerror: %v", tt.spec.yaml(), err)
+			c, err := config.Parse(strings.NewReader(tt.spec.yaml()), func(string) string { return "" })
+			if err != nil {
+				t.Fatalf("config.Parse:\n%s\nerror: %v", tt.spec.yaml(), err)
+			}
+			if got := *c.DedupeFor("bench-a").Enabled; got != tt.dedupe {
+				t.Errorf("dedupe enabled for bench-a: got %v, want %v\n%s", got, tt.dedupe, tt.spec.yaml())
+			}
+			switch r := c.Store.Redis; {
+			case tt.redisPref == "" && r != nil:
+				t.Errorf("store.redis set, want the memory store\n%s", tt.spec.yaml())
+			case tt.redisPref != "" && (r == nil || r.URL != benchRedisURL || r.Prefix != tt.redisPref):
+				t.Errorf("store.redis: got %+v, want url %s prefix %q\n%s", r, benchRedisURL, tt.redisPref, tt.spec.yaml())
 			}
 		})
+	}
+}
+
+func TestDedupeFindings(t *testing.T) {
+	t.Parallel()
+	cpu := func(v float64) *float64 { return &v }
+	ok := func(name string, rps, us float64) Row {
+		return Row{Name: name, Status: statusOK, RPS: rps, ProxyCPUUsPerReq: cpu(us)}
+	}
+	tests := []struct {
+		name string
+		rows []Row
+		want []string
+		not  []string
+	}{
+		{
+			name: "both met and missed",
+			rows: []Row{
+				ok(rowBaton2, 900, 110), ok(rowBaton2NoDedupe, 1000, 100),
+				ok(rowBaton2Redis, 500, 150), ok(rowBaton2RedisNoDedupe, 1000, 100),
+			},
+			want: []string{
+				"dedupe on ÷ off throughput (memory) = 0.90 (target ≥ 0.85: met); proxy CPU/req on ÷ off = 1.10",
+				"dedupe on ÷ off throughput (redis) = 0.50 (target ≥ 0.85: MISSED); proxy CPU/req on ÷ off = 1.50",
+			},
+		},
+		{
+			name: "redis skipped",
+			rows: []Row{
+				ok(rowBaton2, 900, 110), ok(rowBaton2NoDedupe, 1000, 100),
+				{Name: rowBaton2Redis, Status: statusSkipped, Note: "no Redis"},
+			},
+			want: []string{"dedupe on ÷ off throughput (redis) = n/a (needs baton-2hop-redis and baton-2hop-redis-nodedupe to succeed)"},
+		},
+		{
+			name: "rows not selected",
+			rows: []Row{ok(rowBaton1, 900, 110)},
+			not:  []string{"dedupe on"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := &results{Rows: tt.rows}
+			res.derive()
+			all := strings.Join(res.findings(), "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("findings lack %q:\n%s", w, all)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(all, n) {
+					t.Errorf("findings have %q:\n%s", n, all)
+				}
+			}
+		})
+	}
+}
+
+func TestParseRedisInfo(t *testing.T) {
+	t.Parallel()
+	// A pid above the kernel's limit (2^22) cannot be a process to count.
+	v, pid := parseRedisInfo("# Server\r\nredis_version:7.0.15\r\nprocess_id:1\r\n")
+	if v != "7.0.15" || pid != 0 {
+		t.Errorf("parseRedisInfo: got %q, %d; want 7.0.15, 0", v, pid)
 	}
 }
 

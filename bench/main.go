@@ -2,8 +2,9 @@
 // and measures, side by side with wrk on loopback, what each way of reaching
 // it costs: directly, through one bare Go reverse-proxy hop built from
 // Baton's own transport (the Go floor), through one Baton, through two
-// Batons (egress then ingress, the real path), and through nginx (the C
-// floor). For every row it reports throughput, latency, the proxy's CPU time
+// Batons (egress then ingress, the real path; also with the receiver's
+// ingress dedupe window off, and with Redis as its store, to read what the
+// window costs), and through nginx (the C floor). For every row it reports throughput, latency, the proxy's CPU time
 // per request and its memory, so that Baton's overhead is read against the
 // best a Go proxy can do, not against nothing.
 //
@@ -52,14 +53,23 @@ func main() {
 }
 
 // rowNames are the rows in the order they run and print.
-var rowNames = []string{rowDirect, rowFloor, rowBaton1, rowBaton2, rowNginx}
+// The dedupe variants follow baton-2hop directly so that each pair compared
+// in a ratio runs back to back.
+var rowNames = []string{
+	rowDirect, rowFloor, rowBaton1,
+	rowBaton2, rowBaton2NoDedupe, rowBaton2Redis, rowBaton2RedisNoDedupe,
+	rowNginx,
+}
 
 const (
-	rowDirect = "direct"
-	rowFloor  = "go-floor"
-	rowBaton1 = "baton-1hop"
-	rowBaton2 = "baton-2hop"
-	rowNginx  = "nginx"
+	rowDirect              = "direct"
+	rowFloor               = "go-floor"
+	rowBaton1              = "baton-1hop"
+	rowBaton2              = "baton-2hop"
+	rowBaton2NoDedupe      = "baton-2hop-nodedupe"
+	rowBaton2Redis         = "baton-2hop-redis"
+	rowBaton2RedisNoDedupe = "baton-2hop-redis-nodedupe"
+	rowNginx               = "nginx"
 )
 
 // options are the command-line settings of one run.
@@ -98,7 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&rows, "rows", strings.Join(rowNames, ","), "comma-separated rows to run")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, logs) and print its path")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench [flags]\n\nMeasures direct, go-floor, baton-1hop, baton-2hop and nginx rows with wrk on loopback.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: go run ./bench [flags]\n\nMeasures the rows "+strings.Join(rowNames, ", ")+" with wrk on loopback.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -49,6 +49,12 @@ func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
 	if err != nil {
 		return fmt.Errorf("agent: reading CPU: %w", err)
 	}
+	// A service's CPU is best effort: it is not ours, and may be gone.
+	svcBefore := make([]time.Duration, len(ep.services))
+	svcErr := make([]error, len(ep.services))
+	for i, s := range ep.services {
+		svcBefore[i], svcErr[i] = sumCPU(s.pids)
+	}
 	busyBefore, err := machineBusy()
 	if err != nil {
 		return err
@@ -76,6 +82,11 @@ func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
 		}
 		row.Instances[i].CPUSec = (after - before[i]).Seconds()
 		row.Instances[i].RSSPeakKiB = peaks[i]
+	}
+	for i, s := range ep.services {
+		if after, err := sumCPU(s.pids); err == nil && svcErr[i] == nil {
+			row.Services = append(row.Services, InstanceStat{Name: s.name, PIDs: s.pids, CPUSec: (after - svcBefore[i]).Seconds()})
+		}
 	}
 	row.fill(r, agentAfter-agentBefore)
 	row.noise(busyAfter-busyBefore, agentAfter-agentBefore+r.CPU, wall)

@@ -14,6 +14,10 @@ import (
 // floorTarget is the budget for Baton's CPU per request over the Go floor's.
 const floorTarget = 1.3
 
+// dedupeTarget is the least throughput the 2-hop path may keep with Baton
+// B's dedupe window on, as a share of the same path with it off.
+const dedupeTarget = 0.85
+
 // Row statuses.
 const (
 	statusOK      = "ok"
@@ -79,10 +83,14 @@ type Row struct {
 	OtherCPUPct    float64 `json:"other_cpu_pct"`
 
 	Instances []InstanceStat `json:"instances,omitempty"`
+	// Services are processes the row relies on that are not the proxy
+	// (redis-server as Baton B's store): their CPU is not in
+	// ProxyCPUUsPerReq, and not counted as noise either.
+	Services []InstanceStat `json:"services,omitempty"`
 }
 
 // InstanceStat is one proxy instance of a row (a Baton; nginx's master and
-// worker together).
+// worker together), or one of its services (only CPU is measured for those).
 type InstanceStat struct {
 	Name        string   `json:"name"`
 	PIDs        []int    `json:"pids"`
@@ -99,6 +107,22 @@ type Summary struct {
 	Target             float64  `json:"baton_1hop_cpu_over_floor_target"`
 	Baton2OverTwoFloor *float64 `json:"baton_2hop_cpu_over_2x_floor,omitempty"`
 	NginxOverFloor     *float64 `json:"nginx_cpu_over_floor,omitempty"`
+
+	// Dedupe compares baton-2hop with Baton B's dedupe window on and off,
+	// with the memory store and with Redis.
+	DedupeMemory *OnOff  `json:"dedupe_memory,omitempty"`
+	DedupeRedis  *OnOff  `json:"dedupe_redis,omitempty"`
+	DedupeTarget float64 `json:"dedupe_rps_on_over_off_target"`
+}
+
+// OnOff is a row with a feature on against the same row with it off.
+type OnOff struct {
+	On  string `json:"on"`
+	Off string `json:"off"`
+	// RPS is req/s on ÷ off: below 1 the feature costs throughput.
+	RPS float64 `json:"rps_on_over_off"`
+	// CPU is proxy CPU µs/req on ÷ off: above 1 the feature costs CPU.
+	CPU *float64 `json:"proxy_cpu_on_over_off,omitempty"`
 }
 
 // fill records wrk's report and the per-request CPU figures.
@@ -113,6 +137,9 @@ func (r *Row) fill(w wrkResult, agentCPU time.Duration) {
 	perReq := func(sec float64) float64 { return sec * 1e6 / float64(w.Requests) }
 	r.AgentCPUUsPerReq = perReq(agentCPU.Seconds())
 	r.WrkCPUUsPerReq = perReq(w.CPU.Seconds())
+	for i := range r.Services {
+		r.Services[i].CPUUsPerReq = perReq(r.Services[i].CPUSec)
+	}
 	if len(r.Instances) == 0 {
 		return
 	}
@@ -140,6 +167,9 @@ func (r *Row) noise(busy, own time.Duration, wall time.Duration) {
 	for _, in := range r.Instances {
 		own += time.Duration(in.CPUSec * float64(time.Second))
 	}
+	for _, sv := range r.Services {
+		own += time.Duration(sv.CPUSec * float64(time.Second))
+	}
 	r.MachineBusyPct = 100 * busy.Seconds() / capacity
 	r.OtherCPUPct = max(0, 100*(busy-own).Seconds()/capacity)
 }
@@ -166,6 +196,9 @@ func (res *results) has(name string) bool {
 // derive computes the ratios between rows.
 func (res *results) derive() {
 	res.Summary.Target = floorTarget
+	res.Summary.DedupeTarget = dedupeTarget
+	res.Summary.DedupeMemory = res.onOff(rowBaton2, rowBaton2NoDedupe)
+	res.Summary.DedupeRedis = res.onOff(rowBaton2Redis, rowBaton2RedisNoDedupe)
 	if d := res.row(rowDirect); d != nil && d.RPS > 0 {
 		for i := range res.Rows {
 			if res.Rows[i].Status == statusOK {
@@ -189,6 +222,20 @@ func (res *results) derive() {
 	res.Summary.Baton1OverFloor = ratio(rowBaton1, floor)
 	res.Summary.Baton2OverTwoFloor = ratio(rowBaton2, 2*floor)
 	res.Summary.NginxOverFloor = ratio(rowNginx, floor)
+}
+
+// onOff compares two rows that both succeeded; nil otherwise.
+func (res *results) onOff(on, off string) *OnOff {
+	a, b := res.row(on), res.row(off)
+	if a == nil || b == nil || b.RPS <= 0 {
+		return nil
+	}
+	c := &OnOff{On: on, Off: off, RPS: a.RPS / b.RPS}
+	if a.ProxyCPUUsPerReq != nil && b.ProxyCPUUsPerReq != nil && *b.ProxyCPUUsPerReq > 0 {
+		v := *a.ProxyCPUUsPerReq / *b.ProxyCPUUsPerReq
+		c.CPU = &v
+	}
+	return c
 }
 
 var columns = []string{"row", "req/s", "×direct", "p50", "p99", "proxy CPU µs/req", "agent CPU µs/req", "RSS idle MiB", "RSS peak MiB", "errors"}
@@ -319,6 +366,30 @@ func (res *results) findings() []string {
 	if s.Baton2OverTwoFloor != nil {
 		out = append(out, fmt.Sprintf("baton-2hop CPU/req ÷ (2 × go-floor CPU/req) = %.2f (two Batons against two bare hops)", *s.Baton2OverTwoFloor))
 	}
+	for _, d := range []struct {
+		store   string
+		c       *OnOff
+		on, off string
+	}{
+		{"memory", s.DedupeMemory, rowBaton2, rowBaton2NoDedupe},
+		{"redis", s.DedupeRedis, rowBaton2Redis, rowBaton2RedisNoDedupe},
+	} {
+		head := "dedupe on ÷ off throughput (" + d.store + ")"
+		switch {
+		case d.c != nil:
+			verdict := "met"
+			if d.c.RPS < s.DedupeTarget {
+				verdict = "MISSED"
+			}
+			l := fmt.Sprintf("%s = %.2f (target ≥ %.2f: %s)", head, d.c.RPS, s.DedupeTarget, verdict)
+			if d.c.CPU != nil {
+				l += fmt.Sprintf("; proxy CPU/req on ÷ off = %.2f", *d.c.CPU)
+			}
+			out = append(out, l)
+		case res.has(d.on) || res.has(d.off):
+			out = append(out, fmt.Sprintf("%s = n/a (needs %s and %s to succeed)", head, d.on, d.off))
+		}
+	}
 	if s.NginxOverFloor != nil {
 		out = append(out, fmt.Sprintf("nginx CPU/req ÷ go-floor CPU/req = %.2f", *s.NginxOverFloor))
 	}
@@ -329,6 +400,11 @@ func (res *results) findings() []string {
 		case r.Non2xx+r.SocketErrors > 0:
 			out = append(out, fmt.Sprintf("%s: %d non-2xx responses and %d socket errors during the run: its numbers are suspect",
 				r.Name, r.Non2xx, r.SocketErrors))
+		}
+		for _, sv := range r.Services {
+			if r.Status == statusOK {
+				out = append(out, fmt.Sprintf("%s: %s (Baton B's store) used %.1f CPU µs/req, not counted in proxy CPU", r.Name, sv.Name, sv.CPUUsPerReq))
+			}
 		}
 		if r.Status == statusOK && r.OtherCPUPct > noiseWarnPct {
 			out = append(out, fmt.Sprintf("%s: NOISY: other processes took %.0f%% of the machine's CPU during the run (machine %.0f%% busy); rerun on a quiet machine",

@@ -28,15 +28,18 @@ type harness struct {
 	batonErr  error // why Baton could not be built, once
 }
 
-// endpoint is a row made ready to measure: where wrk sends, and which
-// processes are the proxy being measured.
+// endpoint is a row made ready to measure: where wrk sends, which
+// processes are the proxy being measured, and which other processes the row
+// relies on (a Redis) whose CPU is the row's but not the proxy's.
 type endpoint struct {
 	url       string
 	host      string
 	instances []instance
+	services  []instance
 }
 
-// instance is one proxy: a Baton, or nginx with its master and worker.
+// instance is one proxy (a Baton, or nginx with its master and worker) or
+// one service a row relies on (redis-server).
 type instance struct {
 	name  string
 	pids  []int
@@ -70,18 +73,24 @@ func (h *harness) runAll(ctx context.Context) (*results, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 
-	if h.o.rows[rowBaton1] || h.o.rows[rowBaton2] {
-		// Build before any row runs, so the compiler is not part of the
-		// machine's load during a measurement.
-		_, _ = h.baton(ctx)
+	for name := range h.o.rows {
+		if strings.HasPrefix(name, "baton-") {
+			// Build before any row runs, so the compiler is not part of the
+			// machine's load during a measurement.
+			_, _ = h.baton(ctx)
+			break
+		}
 	}
 
 	setups := map[string]func(context.Context) (*endpoint, func(), error){
-		rowDirect: h.setupDirect,
-		rowFloor:  h.setupFloor,
-		rowBaton1: h.setupBaton1,
-		rowBaton2: h.setupBaton2,
-		rowNginx:  h.setupNginx,
+		rowDirect:              h.setupDirect,
+		rowFloor:               h.setupFloor,
+		rowBaton1:              h.setupBaton1,
+		rowBaton2:              h.setupBaton2(twoHop{row: rowBaton2}),
+		rowBaton2NoDedupe:      h.setupBaton2(twoHop{row: rowBaton2NoDedupe, noDedupe: true}),
+		rowBaton2Redis:         h.setupBaton2(twoHop{row: rowBaton2Redis, redis: true}),
+		rowBaton2RedisNoDedupe: h.setupBaton2(twoHop{row: rowBaton2RedisNoDedupe, redis: true, noDedupe: true}),
+		rowNginx:               h.setupNginx,
 	}
 	for _, name := range rowNames {
 		if !h.o.rows[name] {
@@ -212,28 +221,62 @@ func (h *harness) setupBaton1(ctx context.Context) (*endpoint, func(), error) {
 	}}, stop, nil
 }
 
-func (h *harness) setupBaton2(ctx context.Context) (*endpoint, func(), error) {
-	bin, err := h.baton(ctx)
-	if err != nil {
-		return nil, nil, err
+// twoHop is what a baton-2hop row varies at Baton B, the receiver: its
+// store and whether its ingress dedupe window is on.
+type twoHop struct {
+	row      string // names the processes, their configs and logs: <row>-a, <row>-b
+	noDedupe bool
+	redis    bool
+}
+
+// setupBaton2 returns the setup of a baton-2hop row with Baton B set up as
+// v says.
+func (h *harness) setupBaton2(v twoHop) func(context.Context) (*endpoint, func(), error) {
+	return func(ctx context.Context) (*endpoint, func(), error) {
+		bin, err := h.baton(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		specB := batonSpec{
+			name: v.row + "-b", agent: "bench-b", upstream: "http://" + h.agentAddr, logLevel: h.o.batonLog,
+			edgeFrom: []string{"bench-a"}, noDedupe: v.noDedupe,
+		}
+		var rdb *benchRedis
+		if v.redis {
+			if rdb, err = openRedis(ctx, benchRedisURL); err != nil {
+				return nil, nil, err
+			}
+			specB.redisURL, specB.redisPrefix = benchRedisURL, rdb.prefix
+		}
+		ep, stop, err := h.startBaton2(ctx, bin, v.row+"-a", specB)
+		if rdb == nil {
+			return ep, stop, err
+		}
+		if ep != nil && rdb.pid > 0 {
+			ep.services = []instance{{name: rdb.name(), pids: []int{rdb.pid}}}
+		}
+		// Keys go after the Batons, and after the measurement: not on its clock.
+		return ep, func() { stop(); rdb.close(h.logf) }, err
 	}
+}
+
+// startBaton2 starts Baton B from specB (the addresses are filled in here),
+// then Baton A, named nameA, with B's ingress as its peer, and probes the
+// path.
+func (h *harness) startBaton2(ctx context.Context, bin, nameA string, specB batonSpec) (*endpoint, func(), error) {
 	a, err := freeAddrs(6)
 	if err != nil {
-		return nil, nil, err
+		return nil, func() {}, err
 	}
-	agentURL := "http://" + h.agentAddr
+	specB.egress, specB.ingress, specB.admin = a[3], a[4], a[5]
 	// B first, so that A's peer is listening when A starts.
-	cb, readyB, err := h.startBaton(ctx, bin, batonSpec{
-		name: "baton-2hop-b", agent: "bench-b", upstream: agentURL, logLevel: h.o.batonLog,
-		egress: a[3], ingress: a[4], admin: a[5],
-		edgeFrom: []string{"bench-a"},
-	})
+	cb, readyB, err := h.startBaton(ctx, bin, specB)
 	stopB := stopper(cb)
 	if err != nil {
 		return nil, stopB, err
 	}
 	ca, readyA, err := h.startBaton(ctx, bin, batonSpec{
-		name: "baton-2hop-a", agent: "bench-a", upstream: agentURL, logLevel: h.o.batonLog,
+		name: nameA, agent: "bench-a", upstream: "http://" + h.agentAddr, logLevel: h.o.batonLog,
 		egress: a[0], ingress: a[1], admin: a[2],
 		peers:   map[string]string{"bench-b": "http://" + a[4]},
 		edgesTo: []string{"bench-b"},
