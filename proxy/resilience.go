@@ -240,8 +240,8 @@ func (e *edge) try(req *http.Request, deadline time.Time) (*http.Response, bool,
 		} else {
 			resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 		}
-		if retryableStatus(resp.StatusCode) {
-			return resp, false, errPeerStatus // 429: retried, not a breaker failure
+		if retryableStatus(resp) {
+			return resp, false, errPeerStatus // retried, but not a breaker failure
 		}
 		return resp, false, nil
 	case errors.Is(err, errPeerStatus):
@@ -335,8 +335,14 @@ func breakerFailure(status int) bool {
 	return status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout
 }
 
-// retryableStatus adds those worth retrying without blaming the peer.
-func retryableStatus(status int) bool { return status == http.StatusTooManyRequests }
+// retryableStatus adds the answers worth retrying without blaming the peer:
+// 429, and 409 with Retry-After (the receiver's dedupe window saying the
+// same handoff is still in flight: once it completes, a retry gets its
+// answer).
+func retryableStatus(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusTooManyRequests ||
+		(resp.StatusCode == http.StatusConflict && resp.Header.Get("Retry-After") != "")
+}
 
 // notSent reports a failure to open the connection: the request was never
 // written.
