@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -65,6 +66,8 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 				}
 			case in.Dedupe != "" && in.Dedupe != DedupeClaimed:
 				rec.State, rec.Outcome = record.Failed, "refused by the dedupe window: "+string(in.Dedupe)
+			case rec.Status >= 500:
+				rec.State, rec.Outcome = record.Failed, "the agent answered "+strconv.Itoa(rec.Status)
 			default:
 				rec.State, rec.Outcome = record.Delivered, "delivered to the agent"
 			}

@@ -73,7 +73,7 @@ func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 		req.Body = http.NoBody
 	}
 
-	rec.State, rec.Attempts, rec.Updated = record.Replayed, 0, time.Now()
+	rec.State, rec.Updated = record.Replayed, time.Now()
 	if err := s.book.Write(ctx, rec); err != nil {
 		return nil, err
 	}

@@ -101,7 +101,6 @@ func (e *edge) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !replay {
 		in := middleware.InfoFromContext(req.Context())
 		rec = e.newRecord(req, in)
-		req.Header.Set(middleware.HeaderRecord, rec.ID)
 		// The checkpoint is written before anything leaves: a crash from here
 		// on leaves a record to resume from. A store that refuses it does not
 		// stop the handoff (the book logs and counts the loss).
@@ -121,6 +120,7 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 		rec.SpanID = sc.SpanID().String()
 	}
 	in.RecordID = rec.ID
+	req.Header.Set(middleware.HeaderRecord, rec.ID)
 	cp := &record.Request{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), BodyBytes: req.ContentLength}
 	if in.Buffered && int64(len(in.Body)) <= e.checkpoint {
 		cp.Body, cp.BodyBytes = in.Body, int64(len(in.Body))
@@ -154,8 +154,11 @@ func (e *edge) send(req *http.Request, rec *record.Record) (*http.Response, erro
 		rec.Attempts++
 		resp, timedOut, err := e.try(req, deadline)
 		if err == nil {
-			rec.State, rec.Status, rec.Error = record.Delivered, resp.StatusCode, ""
 			rec.Outcome = "delivered with status " + strconv.Itoa(resp.StatusCode)
+			if rec.State == record.Replayed {
+				rec.Outcome += " on replay"
+			}
+			rec.State, rec.Status, rec.Error = record.Delivered, resp.StatusCode, ""
 			e.finish(rec, start)
 			return resp, nil
 		}

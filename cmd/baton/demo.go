@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,13 +20,30 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state"
 )
 
-// demo runs two demo agents, analyst and summarizer, each with its Baton on
-// free loopback ports and the in-memory store; analyst hands work to
-// summarizer, and the demo prints what crossed the boundary.
+// The demo is a financial-analysis workflow of three agents, each with its
+// Baton on loopback, sharing one in-memory store: analyst compiles a dataset
+// with an agreed anomaly threshold and hands it to flagger, which flags
+// anomalies with severities and hands them to writer, which drafts the
+// summary. writer is down for the whole first delivery, so flagger's handoff
+// is dead-lettered after its retries; the demo replays it once writer is
+// back, and the chain resumes at writer without running analyst or flagger
+// again.
+const demoTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+type demoAgents struct {
+	analystRuns, flaggerRuns, writerCalls atomic.Int64
+	writerDown                            atomic.Bool
+	mu                                    sync.Mutex
+	flaggerSaw                            http.Header
+	flaggerEgress                         string
+	deadLetter                            string
+}
+
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -37,26 +56,31 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logOut = stderr
 	}
 	log := newLogger(logOut, "info")
-	tel := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	tp := sdktrace.NewTracerProvider()
 	defer tp.Shutdown(context.Background())
+	store := state.NewMemory(config.Memory{MaxEntries: 100_000, MaxBytes: 64 << 20})
+	defer store.Close()
 
-	// summarizer: the receiving agent. It reports what it received and
-	// streams its summary as server-sent events.
-	var handoffs atomic.Int64
-	sumAgent, err := startDemoAgent(summarizerAgent(&handoffs))
+	ag := &demoAgents{}
+	ag.writerDown.Store(true)
+	writer, err := startDemoAgent(http.HandlerFunc(ag.writer))
 	if err != nil {
 		return err
 	}
-	defer sumAgent.Close()
+	defer writer.Close()
+	flagger, err := startDemoAgent(http.HandlerFunc(ag.flagger))
+	if err != nil {
+		return err
+	}
+	defer flagger.Close()
 
 	start := func(yaml string) (*proxy.Server, func(), error) {
 		c, err := config.Parse(strings.NewReader(yaml), nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		store := state.NewMemory(c.Store.Memory)
-		s, err := proxy.New(proxy.Options{Config: c, Store: store, TracerProvider: tp, Propagator: tel, Logger: log})
+		s, err := proxy.New(proxy.Options{Config: c, Store: store, TracerProvider: tp, Propagator: prop, Logger: log})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -67,66 +91,229 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			_ = s.Shutdown(sctx)
-			_ = store.Close()
 		}, nil
 	}
 	loop := "listen: {egress: 127.0.0.1:0, ingress: 127.0.0.1:0, admin: 127.0.0.1:0}\n"
-	sum, stopSum, err := start("agent: summarizer\nupstream: http://" + sumAgent.Addr + "\n" + loop +
-		"edges: [{from: analyst, max_hops: 8}]\n")
+	wB, stopW, err := start("agent: writer\nupstream: http://" + writer.Addr + "\n" + loop + "edges: [{from: flagger}]\n")
 	if err != nil {
-		return fmt.Errorf("demo: summarizer's Baton: %w", err)
+		return fmt.Errorf("demo: writer's Baton: %w", err)
 	}
-	defer stopSum()
-	ana, stopAna, err := start("agent: analyst\nupstream: http://127.0.0.1:9\n" + loop +
-		"peers: {summarizer: {url: http://" + sum.IngressAddr() + "}}\nedges: [{to: summarizer, max_hops: 8}]\n")
+	defer stopW()
+	fB, stopF, err := start("agent: flagger\nupstream: http://" + flagger.Addr + "\n" + loop +
+		"peers: {writer: {url: http://" + wB.IngressAddr() + "}}\n" +
+		"edges: [{from: analyst}, {to: writer, retry: {attempts: 2, backoff: 50ms}}]\n")
+	if err != nil {
+		return fmt.Errorf("demo: flagger's Baton: %w", err)
+	}
+	defer stopF()
+	ag.flaggerEgress = fB.EgressAddr()
+	aB, stopA, err := start("agent: analyst\nupstream: http://127.0.0.1:9\n" + loop +
+		"peers: {flagger: {url: http://" + fB.IngressAddr() + "}}\nedges: [{to: flagger}]\n")
 	if err != nil {
 		return fmt.Errorf("demo: analyst's Baton: %w", err)
 	}
-	defer stopAna()
+	defer stopA()
 
 	p := func(format string, a ...any) { fmt.Fprintf(stdout, format, a...) }
-	p("Baton demo: two agents, each with its Baton, on loopback (in-memory store)\n\n")
-	p("  analyst ──▶ analyst's Baton egress %s ──▶ summarizer's Baton ingress %s ──▶ summarizer %s\n\n",
-		ana.EgressAddr(), sum.IngressAddr(), sumAgent.Addr)
+	p("Baton demo: a financial-analysis workflow, three agents, each with its Baton on loopback\n\n")
+	p("  analyst ─▶ Baton %s ─▶ Baton %s ─▶ flagger ─▶ Baton %s ─▶ Baton %s ─▶ writer\n\n",
+		aB.EgressAddr(), fB.IngressAddr(), fB.EgressAddr(), wB.IngressAddr())
 
-	const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	body := `{"task":"summarise Q3 anomalies","dataset":"q3.csv","threshold":0.05}`
-	p("1. analyst POSTs to http://summarizer/handoff through its Baton (Host routing), with\n")
-	p("   traceparent %s and a forged Baton-Agent: admin\n\n", caller)
-	seen1, err := demoHandoff(ctx, ana.EgressAddr(), caller, body)
+	// 1. analyst compiles the dataset and hands it to flagger.
+	caller := "00-" + demoTrace + "-00f067aa0ba902b7-01"
+	dataset := `{"task":"flag Q3 anomalies","threshold":0.05,"rows":[["vendor-17",0.41],["vendor-03",0.02],["vendor-22",0.09]]}`
+	p("1. analyst compiles Q3 with the agreed anomaly threshold 0.05 and hands it to flagger\n")
+	ag.analystRuns.Add(1)
+	resp, err := demoPost(ctx, aB.EgressAddr(), "flagger", "/flag", caller, dataset)
 	if err != nil {
 		return err
 	}
-	p("   what reached summarizer, added by the Batons:\n")
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("demo: flagger answered %d: %s", resp.StatusCode, answer)
+	}
+	p("   flagger: %s\n", bytes.TrimSpace(answer))
+	ag.mu.Lock()
+	saw, dead := ag.flaggerSaw, ag.deadLetter
+	ag.mu.Unlock()
+	p("   what reached flagger, added by the Batons (analyst also sent a forged Baton-Agent: admin):\n")
 	for _, h := range []string{"Baton-Agent", "Baton-Hop", "Idempotency-Key", "Traceparent"} {
-		p("     %-16s %s\n", h+":", seen1[h])
+		p("     %-16s %s\n", h+":", saw.Get(h))
 	}
-	p("   trace id kept: %v (the caller's trace, with Baton's span as parent)\n", strings.Contains(seen1["Traceparent"], "4bf92f3577b34da6a3ce929d0e0e4736"))
-	p("   forged Baton-Agent replaced: %v\n\n", seen1["Baton-Agent"] == "analyst")
+	p("   writer was down: flagger's Baton tried %d times, then dead-lettered the handoff as\n     %s\n\n",
+		ag.writerCalls.Load(), dead)
 
-	p("2. analyst retries the same handoff in the same trace (say its client timed out)\n")
-	seen2, replayed, err := demoHandoffReplayed(ctx, ana.EgressAddr(), "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01", body)
+	// 2. analyst's client times out and retries: answered from the window.
+	p("2. analyst retries the same handoff (its client timed out): same Idempotency-Key,\n")
+	resp, err = demoPost(ctx, aB.EgressAddr(), "flagger", "/flag", "00-"+demoTrace+"-1111111111111111-01", dataset)
 	if err != nil {
 		return err
 	}
-	p("   same Idempotency-Key %s, so summarizer's Baton answers from its dedupe window:\n", seen2["Idempotency-Key"])
-	p("     Idempotent-Replayed: %s; summarizer ran the handoff %d time(s)\n\n", replayed, handoffs.Load())
+	resp.Body.Close()
+	p("   answered from flagger's dedupe window: Idempotent-Replayed: %s\n\n", resp.Header.Get("Idempotent-Replayed"))
 
-	p("3. summarizer streams its reply (text/event-stream); each event is printed as it arrives:\n")
-	if err := demoStream(ctx, ana.EgressAddr(), caller, func(ev string, at time.Duration) {
-		p("     +%4dms  %s\n", at.Milliseconds(), ev)
+	// 3. writer is back: replay the dead letter.
+	ag.writerDown.Store(false)
+	p("3. writer is back; the operator replays the dead letter (baton dlq replay %s)\n", dead)
+	admin := newAdminClient(fB.AdminAddr(), func(string) string { return "" })
+	var res proxy.ReplayResult
+	if err := admin.do("POST", "/v1/deadletters/"+dead+"/replay", &res); err != nil {
+		return fmt.Errorf("demo: replay: %w", err)
+	}
+	p("   replay: %s %d, writer answered: %s\n\n", res.Record.State, res.Status, strings.TrimSpace(res.Response))
+
+	// 4. The trace.
+	p("4. the trace, as the Batons recorded it (baton trace %s --verify):\n", demoTrace)
+	var view proxy.TraceView
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := admin.do("GET", "/v1/traces/"+demoTrace, &view); err != nil {
+			return err
+		}
+		if demoTraceSettled(view) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var tree strings.Builder
+	printTree(&tree, demoTrace, view.Records)
+	for _, line := range strings.Split(strings.TrimRight(tree.String(), "\n"), "\n") {
+		p("   %s\n", line)
+	}
+	entries := make([][]byte, len(view.Entries))
+	for i, e := range view.Entries {
+		entries[i] = []byte(e)
+	}
+	if err := record.Verify(entries, view.Tail); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	p("   hash chain intact: %d entries\n", len(view.Entries))
+	p("   analyst ran %d time(s), flagger ran %d time(s); writer was called %d time(s) and succeeded on the replay\n\n",
+		ag.analystRuns.Load(), ag.flaggerRuns.Load(), ag.writerCalls.Load())
+
+	// 5. A stream, and a refusal.
+	p("5. writer streams its summary through two Batons (text/event-stream), each event as it arrives:\n")
+	startStream := time.Now()
+	if err := demoStream(ctx, aB.EgressAddr(), fB.EgressAddr(), func(ev string) {
+		p("     +%4dms  %s\n", time.Since(startStream).Milliseconds(), ev)
 	}); err != nil {
 		return err
 	}
-
-	p("\n4. a destination that is neither a peer nor allowed is refused:\n")
-	status, ctype, err := demoRefused(ctx, ana.EgressAddr())
+	p("\n6. a destination that is neither a peer nor allowed is refused:\n")
+	status, detail, err := demoRefused(ctx, aB.EgressAddr())
 	if err != nil {
 		return err
 	}
-	p("     %d %s\n", status, ctype)
-	p("\nDone: both Batons and the demo agent shut down.\n")
+	p("     %d %s\n", status, detail)
+	p("\nDone: the Batons and the demo agents shut down.\n")
 	return nil
+}
+
+// demoTraceSettled waits for the replay's receipt at writer (records are
+// written off the request path).
+func demoTraceSettled(v proxy.TraceView) bool {
+	var replayed, fromWindow bool
+	for _, r := range v.Records {
+		replayed = replayed || (r.Side == record.Ingress && r.To == "writer" && r.Status == http.StatusOK)
+		fromWindow = fromWindow || r.Outcome == "replayed from the dedupe window"
+	}
+	return replayed && fromWindow
+}
+
+// flagger flags the rows above the threshold and hands them to writer
+// through its own Baton, forwarding the trace it received.
+func (d *demoAgents) flagger(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/summary/stream" {
+		d.relayStream(w, r)
+		return
+	}
+	d.flaggerRuns.Add(1)
+	var in struct {
+		Threshold float64 `json:"threshold"`
+		Rows      [][]any `json:"rows"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&in)
+	var flags []string
+	for _, row := range in.Rows {
+		if len(row) == 2 {
+			if v, ok := row[1].(float64); ok && v > in.Threshold {
+				sev := "medium"
+				if v > 4*in.Threshold {
+					sev = "high"
+				}
+				flags = append(flags, fmt.Sprintf(`{"vendor":%q,"deviation":%v,"severity":%q}`, row[0], v, sev))
+			}
+		}
+	}
+	body := `{"threshold":` + fmt.Sprint(in.Threshold) + `,"anomalies":[` + strings.Join(flags, ",") + `]}`
+	resp, err := demoPost(r.Context(), d.flaggerEgress, "writer", "/draft", r.Header.Get("Traceparent"), body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	resp.Body.Close()
+	d.mu.Lock()
+	d.flaggerSaw = r.Header.Clone()
+	d.deadLetter = resp.Header.Get("Baton-Dead-Letter")
+	d.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	fmt.Fprintf(w, `{"flagged":%d,"handed_to":"writer","writer_status":%d}`+"\n", len(flags), resp.StatusCode)
+}
+
+// writer drafts the summary; it is down until the demo says otherwise.
+func (d *demoAgents) writer(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/summary/stream" {
+		streamSummary(w, r)
+		return
+	}
+	d.writerCalls.Add(1)
+	_, _ = io.Copy(io.Discard, r.Body)
+	if d.writerDown.Load() {
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "writer is restarting", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"draft":"Q3: 2 anomalies above 0.05; vendor-17 (+41%, high) needs review."}`)
+}
+
+// relayStream passes writer's stream on to analyst, through flagger's Baton.
+func (d *demoAgents) relayStream(w http.ResponseWriter, r *http.Request) {
+	resp, err := demoGet(r.Context(), d.flaggerEgress, "writer", "/summary/stream", r.Header.Get("Traceparent"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+			w.(http.Flusher).Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func streamSummary(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for i, part := range []string{"Q3 shows 2 anomalies above 0.05", "largest: vendor-17, +41%, high", "draft ready"} {
+		if i > 0 {
+			select {
+			case <-time.After(150 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprintf(w, "event: summary\ndata: %s\n\n", part)
+		w.(http.Flusher).Flush()
+	}
 }
 
 type demoAgent struct {
@@ -146,92 +333,41 @@ func startDemoAgent(h http.Handler) (*demoAgent, error) {
 	return &demoAgent{Addr: l.Addr().String(), srv: srv}, nil
 }
 
-// summarizerAgent echoes the Baton headers of a handoff (counting them), or
-// streams a summary as server-sent events.
-func summarizerAgent(handoffs *atomic.Int64) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/summary/stream" {
-			handoffs.Add(1)
-			echoHeaders(w, r)
-			return
-		}
-		streamSummary(w, r)
-	}
-}
-
-func streamSummary(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	for i, part := range []string{"Q3 shows 3 anomalies above 0.05", "largest: vendor 17, +41%", "draft ready"} {
-		if i > 0 {
-			select {
-			case <-time.After(150 * time.Millisecond):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		fmt.Fprintf(w, "event: summary\ndata: %s\n\n", part)
-		w.(http.Flusher).Flush()
-	}
-}
-
-func echoHeaders(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	out := map[string]string{}
-	for _, h := range []string{"Baton-Agent", "Baton-Hop", "Idempotency-Key", "Traceparent"} {
-		out[h] = r.Header.Get(h)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
-}
-
-func demoRequest(ctx context.Context, method, egress, path, traceparent, body string) (*http.Response, error) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+egress+path, rd)
+func demoPost(ctx context.Context, egress, host, path, traceparent, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+egress+path, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Host = "summarizer"
+	req.Host = host
 	req.Header.Set("Content-Type", "application/json")
-	if traceparent != "" {
-		req.Header.Set("Traceparent", traceparent)
-	}
+	req.Header.Set("Traceparent", traceparent)
 	req.Header.Set("Baton-Agent", "admin") // forged: the Baton replaces it
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
-		return nil, fmt.Errorf("demo: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("demo: POST %s%s: %w", host, path, err)
 	}
 	return resp, nil
 }
 
-func demoHandoff(ctx context.Context, egress, traceparent, body string) (map[string]string, error) {
-	seen, _, err := demoHandoffReplayed(ctx, egress, traceparent, body)
-	return seen, err
-}
-
-// demoHandoffReplayed also returns the Idempotent-Replayed header.
-func demoHandoffReplayed(ctx context.Context, egress, traceparent, body string) (map[string]string, string, error) {
-	resp, err := demoRequest(ctx, http.MethodPost, egress, "/handoff", traceparent, body)
+func demoGet(ctx context.Context, egress, host, path, traceparent string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+egress+path, nil)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return nil, "", fmt.Errorf("demo: handoff answered %d: %s", resp.StatusCode, b)
+	req.Host = host
+	if traceparent != "" {
+		req.Header.Set("Traceparent", traceparent)
 	}
-	seen := map[string]string{}
-	if err := json.NewDecoder(resp.Body).Decode(&seen); err != nil {
-		return nil, "", fmt.Errorf("demo: reading summarizer's answer: %w", err)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("demo: GET %s%s: %w", host, path, err)
 	}
-	return seen, resp.Header.Get("Idempotent-Replayed"), nil
+	return resp, nil
 }
 
-func demoStream(ctx context.Context, egress, traceparent string, each func(string, time.Duration)) error {
-	start := time.Now()
-	resp, err := demoRequest(ctx, http.MethodGet, egress, "/summary/stream", traceparent, "")
+// demoStream reads writer's stream as analyst: analyst → flagger → writer.
+func demoStream(ctx context.Context, analystEgress, _ string, each func(string)) error {
+	resp, err := demoGet(ctx, analystEgress, "flagger", "/summary/stream", "")
 	if err != nil {
 		return err
 	}
@@ -240,7 +376,7 @@ func demoStream(ctx context.Context, egress, traceparent string, each func(strin
 	n := 0
 	for sc.Scan() {
 		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			each(data, time.Since(start))
+			each(data)
 			n++
 		}
 	}
@@ -251,19 +387,12 @@ func demoStream(ctx context.Context, egress, traceparent string, each func(strin
 }
 
 func demoRefused(ctx context.Context, egress string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+egress+"/", nil)
-	if err != nil {
-		return 0, "", err
-	}
-	req.Host = "stranger.example.com"
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := demoGet(ctx, egress, "stranger.example.com", "/", "")
 	if err != nil {
 		return 0, "", err
 	}
 	defer resp.Body.Close()
-	var pd struct {
-		Type, Detail string
-	}
+	var pd struct{ Type, Detail string }
 	_ = json.NewDecoder(resp.Body).Decode(&pd)
 	return resp.StatusCode, pd.Type + "\n     " + pd.Detail, nil
 }

@@ -58,6 +58,13 @@ Usage:
                                  hand off from one to the other, retry it (answered
                                  from the receiver's dedupe window) and stream a reply
                                  (-v: the Batons' JSON logs on stderr)
+  baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
+                                 print a trace's handoff records as a tree (from one or
+                                 more Batons); --verify checks each hash chain, exit 1
+                                 when one is broken
+  baton dlq ls [--edge FROM→TO] [--offset N] [--limit N] [--admin HOST:PORT]
+  baton dlq show|replay|drop ID [--admin HOST:PORT]
+                                 list, inspect, replay or drop dead letters
   baton version                  print the version
   baton help                     this text
 
@@ -71,6 +78,10 @@ serve
   requests finish within shutdown_grace, and exits 0. BATON_CONFIG may name
   FILE instead of --config.
 
+trace and dlq
+  Talk to a Baton's admin listener (default 127.0.0.1:15000); BATON_ADMIN_TOKEN is
+  sent as a bearer token when set.
+
 Tracing
   Spans are exported over OTLP only when the standard variables ask for it:
   OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (or
@@ -79,7 +90,8 @@ Tracing
   OTEL_TRACES_EXPORTER=none turns export off. OTEL_SERVICE_NAME,
   OTEL_RESOURCE_ATTRIBUTES and OTEL_TRACES_SAMPLER are honoured.
 
-Documentation: README.md and docs/ (config.md, idempotency.md, problems.md).
+Documentation: README.md and docs/ (config.md, idempotency.md, records.md,
+resilience.md, problems.md).
 `
 
 // run executes one baton command.
@@ -93,6 +105,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return serve(ctx, rest, stderr, env)
 	case "validate":
 		return validate(rest, stdout, env)
+	case "trace":
+		return traceCmd(rest, stdout, env)
+	case "dlq":
+		return dlqCmd(rest, stdout, env)
 	case "demo":
 		return demo(ctx, rest, stdout, stderr)
 	case "version", "--version":

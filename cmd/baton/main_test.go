@@ -113,8 +113,10 @@ func TestDemo(t *testing.T) {
 	if err := run(context.Background(), []string{"demo"}, &out, io.Discard, noEnv); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"Baton-Agent:     analyst", "Baton-Hop:       1", "trace id kept: true",
-		"forged Baton-Agent replaced: true", "Idempotent-Replayed: true; summarizer ran the handoff 1 time(s)", "draft ready", "403"} {
+	for _, want := range []string{"Baton-Agent:     analyst", "Baton-Hop:       1", "4bf92f3577b34da6a3ce929d0e0e4736",
+		"tried 3 times, then dead-lettered", "Idempotent-Replayed: true", "replay: delivered 200",
+		"(delivered with status 200 on replay)", "hash chain intact", "analyst ran 1 time(s), flagger ran 1 time(s)",
+		"draft ready", "403"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/proxy"
+)
+
+// traceCmd prints a trace's handoff records as a tree, from one or more
+// Batons' admin listeners, and with --verify checks each hash chain.
+func traceCmd(args []string, stdout io.Writer, env func(string) string) error {
+	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var admins multiFlag
+	fs.Var(&admins, "admin", "a Baton's admin address host:port (repeatable; default "+defaultAdmin+")")
+	verify := fs.Bool("verify", false, "check each Baton's hash chain for the trace")
+	asJSON := fs.Bool("json", false, "print the records as JSON")
+	id, rest := splitFirstArg(args)
+	if err := fs.Parse(rest); err != nil {
+		return usageError{msg: "trace: " + err.Error()}
+	}
+	if id == "" && fs.NArg() == 1 {
+		id = fs.Arg(0)
+	} else if fs.NArg() > 0 || id == "" {
+		return usageError{msg: "trace: want exactly one TRACE_ID"}
+	}
+	if len(admins) == 0 {
+		admins = multiFlag{defaultAdmin}
+	}
+	byID := map[string]record.Record{}
+	broken := 0
+	found := 0
+	for _, a := range admins {
+		var v proxy.TraceView
+		err := newAdminClient(a, env).do("GET", "/v1/traces/"+pathEscape(id), &v)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		found++
+		for _, r := range v.Records {
+			if prev, ok := byID[r.ID]; !ok || r.Updated.After(prev.Updated) {
+				byID[r.ID] = r
+			}
+		}
+		if *verify {
+			entries := make([][]byte, len(v.Entries))
+			for i, e := range v.Entries {
+				entries[i] = []byte(e)
+			}
+			if err := record.Verify(entries, v.Tail); err != nil {
+				broken++
+				fmt.Fprintf(stdout, "chain at %s: BROKEN\n", a)
+				if ce, ok := err.(*record.ChainError); ok {
+					for _, p := range ce.Problems {
+						fmt.Fprintf(stdout, "  - %s\n", p)
+					}
+				} else {
+					fmt.Fprintf(stdout, "  - %v\n", err)
+				}
+			} else {
+				fmt.Fprintf(stdout, "chain at %s: intact (%d entries)\n", a, len(v.Entries))
+			}
+		}
+	}
+	if found == 0 {
+		return fmt.Errorf("trace %s: no records at %s", id, strings.Join(admins, ", "))
+	}
+	recs := make([]record.Record, 0, len(byID))
+	for _, r := range byID {
+		recs = append(recs, r)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Created.Before(recs[j].Created) })
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(recs); err != nil {
+			return err
+		}
+	} else {
+		printTree(stdout, id, recs)
+	}
+	if broken > 0 {
+		return fmt.Errorf("trace %s: %d hash chain(s) broken", id, broken)
+	}
+	return nil
+}
+
+// splitFirstArg lets the positional argument come before the flags.
+func splitFirstArg(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+// printTree renders records as a tree by parent record.
+func printTree(w io.Writer, traceID string, recs []record.Record) {
+	children := map[string][]record.Record{}
+	ids := map[string]bool{}
+	for _, r := range recs {
+		ids[r.ID] = true
+	}
+	var roots []record.Record
+	for _, r := range recs {
+		if r.ParentID != "" && ids[r.ParentID] {
+			children[r.ParentID] = append(children[r.ParentID], r)
+		} else {
+			roots = append(roots, r)
+		}
+	}
+	fmt.Fprintf(w, "trace %s\n", traceID)
+	var walk func(r record.Record, prefix string, last bool)
+	walk = func(r record.Record, prefix string, last bool) {
+		branch, next := "├─ ", "│  "
+		if last {
+			branch, next = "└─ ", "   "
+		}
+		fmt.Fprintf(w, "%s%s%s\n", prefix, branch, describeRecord(r))
+		kids := children[r.ID]
+		for i, k := range kids {
+			walk(k, prefix+next, i == len(kids)-1)
+		}
+	}
+	for i, r := range roots {
+		walk(r, "", i == len(roots)-1)
+	}
+}
+
+func describeRecord(r record.Record) string {
+	var b strings.Builder
+	if r.Side == record.Ingress {
+		fmt.Fprintf(&b, "%s received from %s", r.To, r.From)
+	} else {
+		fmt.Fprintf(&b, "%s → %s", r.From, r.To)
+	}
+	fmt.Fprintf(&b, "  %s %s  %s", r.Method, r.Target, r.State)
+	if r.Status != 0 {
+		fmt.Fprintf(&b, " %d", r.Status)
+	}
+	fmt.Fprintf(&b, "  hop %d  %d attempt(s)  %.1fms", r.Hop, r.Attempts, r.Latency)
+	if r.Outcome != "" {
+		fmt.Fprintf(&b, "  (%s)", r.Outcome)
+	}
+	fmt.Fprintf(&b, "  [%s]", r.ID[strings.IndexByte(r.ID, '.')+1:])
+	return b.String()
+}
