@@ -40,6 +40,10 @@ type Breaker struct {
 
 // Records configures handoff records and checkpoints.
 type Records struct {
+	// Enabled turns records, checkpoints and dead letters on (the default)
+	// or off. Off, nothing is written to the store for them; a dead letter
+	// is only logged and cannot be replayed.
+	Enabled *bool `yaml:"enabled"`
 	// Retention is how long records, checkpoints and dead letters are kept.
 	Retention Duration `yaml:"retention"`
 	// MaxBodyBytes caps the request body stored with a checkpoint; a larger
@@ -105,6 +109,9 @@ func (b Breaker) over(o *Breaker) Breaker {
 	}
 	return b
 }
+
+// RecordsOn reports whether records are enabled.
+func (c *Config) RecordsOn() bool { return c.Records.Enabled == nil || *c.Records.Enabled }
 
 // RetryFor returns the complete retry settings of the outbound edge to peer.
 func (c *Config) RetryFor(peer string) Retry {

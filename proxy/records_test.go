@@ -330,3 +330,22 @@ func TestChainResumesAtC(t *testing.T) {
 		}
 	})
 }
+
+func TestRecordsDisabled(t *testing.T) {
+	t.Parallel()
+	var got seen
+	ag := httptest.NewServer(got.handler(200, "ok"))
+	t.Cleanup(ag.Close)
+	a := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: "+ag.URL+
+		"}, gone: {url: http://"+closedAddr(t)+"}}\nrecords: {enabled: false}\nretry: {attempts: 0}\n", nil)
+	if resp := send(t, a.EgressAddr(), "summarizer", "POST", "/", "{}", http.Header{"Traceparent": {tp}}); resp.StatusCode != 200 {
+		t.Fatalf("handoff: %d", resp.StatusCode)
+	}
+	if st := adminGet(t, a.AdminAddr(), "/v1/traces/"+traceID, nil); st != 404 {
+		t.Errorf("trace with records off: %d", st)
+	}
+	resp := send(t, a.EgressAddr(), "gone", "POST", "/", "{}", nil)
+	if resp.StatusCode != 502 || !strings.Contains(a.log.String(), "dead letter not stored") {
+		t.Errorf("dead letter with records off: %d, logged: %v", resp.StatusCode, strings.Contains(a.log.String(), "dead letter not stored"))
+	}
+}

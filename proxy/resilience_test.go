@@ -232,3 +232,35 @@ func waitTrace(t *testing.T, admin, traceID string, ok func(proxy.TraceView) boo
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestAutoReplayWhenBreakerCloses(t *testing.T) {
+	t.Parallel()
+	peer := &flaky{}
+	peer.down.Store(true)
+	p := resilientPair(t, peer, "edges: [{to: summarizer, auto_replay: true, retry: {attempts: 0}, breaker: {failures: 1, open_for: 100ms}}]\n")
+	resp := send(t, p.a.EgressAddr(), "summarizer", "POST", "/", `{"n":1}`, nil)
+	id := deadLetterID(t, resp)
+	peer.down.Store(false)
+	// The next handoff after open_for is the probe that closes the breaker;
+	// closing replays the dead letter.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp := send(t, p.a.EgressAddr(), "summarizer", "POST", "/", `{"n":2}`, nil)
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("breaker never closed: %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		if rec := adminRecord(t, p.a.AdminAddr(), id); rec.State == record.Delivered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dead letter %s not replayed after the breaker closed", id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -64,7 +64,12 @@ func New(o Options) (*Server, error) {
 	c := o.Config
 	s := &Server{cfg: c, store: o.Store, log: o.Logger, errc: make(chan error, 3),
 		tracer: o.TracerProvider.Tracer("github.com/batonproxy/baton"), prop: o.Propagator,
-		book: record.NewBook(o.Store, c.Records.Retention.D(), o.Logger), edges: map[string]*edge{}}
+		edges: map[string]*edge{}}
+	var recStore record.Store
+	if c.RecordsOn() {
+		recStore = o.Store
+	}
+	s.book = record.NewBook(recStore, c.Records.Retention.D(), o.Logger)
 	pool := NewBufferPool()
 	errLog := slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)
 	topts := TransportOptions{Dial: c.Timeouts.Dial.D(), UpstreamHeader: c.Timeouts.UpstreamHeader.D()}

@@ -1,0 +1,166 @@
+package handoff
+
+import (
+	"bytes"
+	"strings"
+)
+
+// MediaType is the content type of a request whose whole body is an envelope.
+const MediaType = "application/vnd.baton.handoff+json"
+
+// MetadataKey is the member of an A2A message's metadata that carries the
+// envelope.
+const MetadataKey = "baton.handoff"
+
+// A2APointer is the JSON pointer of the envelope inside an A2A request. The
+// pointers of violations found in an A2A request start with it.
+const A2APointer = "/params/message/metadata/baton.handoff"
+
+// Where says where a request carries its envelope.
+type Where uint8
+
+// The carriers of an envelope.
+const (
+	None Where = iota // no envelope: the body is opaque to Baton
+	Body              // the whole body, Content-Type: application/vnd.baton.handoff+json
+	A2A               // params.message.metadata["baton.handoff"] of an A2A JSON-RPC request
+)
+
+func (w Where) String() string {
+	switch w {
+	case Body:
+		return "body"
+	case A2A:
+		return "a2a"
+	default:
+		return "none"
+	}
+}
+
+// a2aMethods are the A2A methods whose params carry a message: v1.0 names and
+// the v0.3 names still in use.
+var a2aMethods = [...]string{"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
+
+// Locate reports where body carries an envelope, looking no further than it
+// must: a body is an envelope when contentType is MediaType; it carries one in
+// A2A metadata when it is JSON (application/json or any +json type) starting
+// with '{', mentions the metadata key, and is then a JSON-RPC 2.0 request for
+// SendMessage, SendStreamingMessage, message/send or message/stream with
+// params.message.metadata["baton.handoff"]. Every other body is opaque and is
+// not parsed. Locate allocates nothing.
+func Locate(contentType string, body []byte) Where {
+	return locate(contentType, body).where
+}
+
+// located is where the envelope is, and any member on the way to it that a
+// JSON-RPC body names twice.
+type located struct {
+	where Where
+	env   span
+	dup   string // pointer of a duplicated member on the A2A path, or ""
+}
+
+func locate(contentType string, body []byte) located {
+	mt := contentType
+	if i := strings.IndexByte(mt, ';'); i >= 0 {
+		mt = mt[:i]
+	}
+	mt = strings.TrimSpace(mt)
+	if strings.EqualFold(mt, MediaType) {
+		return located{where: Body, env: span{0, len(body)}}
+	}
+	if !strings.EqualFold(mt, "application/json") &&
+		!(len(mt) > 5 && strings.EqualFold(mt[len(mt)-5:], "+json")) {
+		return located{}
+	}
+	if i := skipWS(body, 0); i >= len(body) || body[i] != '{' || !mayNameMetadataKey(body) {
+		return located{}
+	}
+	return locateA2A(body)
+}
+
+// mayNameMetadataKey reports whether body may hold the member name
+// "baton.handoff": literally, or with one of its characters written as a
+// \u escape (each is ASCII, so such an escape starts \u002 or \u006 or \u007).
+// Checking for the escapes as well means an envelope cannot slip past Baton
+// by spelling its key differently; legitimate encoders never escape these
+// characters, so opaque bodies stay unparsed.
+func mayNameMetadataKey(body []byte) bool {
+	if bytes.Contains(body, []byte(`"`+MetadataKey+`"`)) {
+		return true
+	}
+	for b := body; ; {
+		i := bytes.IndexByte(b, '\\')
+		if i < 0 || i+4 >= len(b) {
+			return false
+		}
+		if b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' && (b[i+4] == '2' || b[i+4] == '6' || b[i+4] == '7') {
+			return true
+		}
+		b = b[i+2:] // past the escape's first two bytes, so \\ counts once
+	}
+}
+
+// locateA2A finds params.message.metadata["baton.handoff"] in a JSON-RPC 2.0
+// request for one of a2aMethods. Where members repeat, the last one counts,
+// as in encoding/json, JavaScript and Python; the repetition is reported.
+func locateA2A(body []byte) located {
+	root, ok := document(body)
+	if !ok || body[root.s] != '{' {
+		return located{}
+	}
+	var params span
+	var dup string
+	version, method := false, false
+	seen := 0
+	for it := objectAt(body, root.s); ; {
+		m, ok := it.next()
+		if !ok {
+			break
+		}
+		switch {
+		case m.is("jsonrpc"):
+			version = isString(body, m.val, "2.0")
+		case m.is("method"):
+			method = false
+			for _, a := range a2aMethods {
+				method = method || isString(body, m.val, a)
+			}
+		case m.is("params"):
+			if seen++; seen > 1 {
+				dup = "/params"
+			}
+			params = m.val
+		}
+	}
+	if !version || !method {
+		return located{}
+	}
+	path := [...]string{"message", "metadata", MetadataKey}
+	ptrs := [...]string{"/params/message", "/params/message/metadata", A2APointer}
+	at := params
+	for step, name := range path {
+		if !at.ok() || body[at.s] != '{' {
+			return located{}
+		}
+		var next span
+		seen := 0
+		for it := objectAt(body, at.s); ; {
+			m, ok := it.next()
+			if !ok {
+				break
+			}
+			if m.is(name) {
+				if seen++; seen > 1 && dup == "" {
+					dup = ptrs[step]
+				}
+				next = m.val
+			}
+		}
+		at = next
+	}
+	if !at.ok() {
+		return located{}
+	}
+	return located{where: A2A, env: at, dup: dup}
+}
