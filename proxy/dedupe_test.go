@@ -43,7 +43,7 @@ func redisStore(t *testing.T, url string) state.Store {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	s, err := state.NewRedis(config.Redis{URL: url, Prefix: "test:" + hex.EncodeToString(b[:]) + ":",
-		DialTimeout: config.Duration(time.Second), OpTimeout: config.Duration(time.Second)})
+		DialTimeout: config.Duration(5 * time.Second), OpTimeout: config.Duration(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}

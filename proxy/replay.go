@@ -94,8 +94,7 @@ func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 
 // replayEdge replays every dead letter of the edge to peer, oldest first
 // (auto_replay, when the peer's breaker closes again).
-func (s *Server) replayEdge(peer string) {
-	ctx := context.Background()
+func (s *Server) replayEdge(ctx context.Context, peer string) {
 	edgeName := s.cfg.Agent + "→" + peer
 	for {
 		recs, _, err := s.book.DeadLetters(ctx, edgeName, 0, 50)
@@ -104,6 +103,9 @@ func (s *Server) replayEdge(peer string) {
 		}
 		progressed := false
 		for _, r := range recs {
+			if ctx.Err() != nil {
+				return
+			}
 			res, err := s.Replay(ctx, r.ID)
 			if err != nil {
 				s.log.Warn("auto replay skipped", "record_id", r.ID, "error", err.Error())

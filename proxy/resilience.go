@@ -81,7 +81,7 @@ func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.B
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			log.Warn("circuit breaker", "peer", name, "from", from.String(), "to", to.String())
 			if to == gobreaker.StateClosed && onClose != nil {
-				go onClose()
+				onClose()
 			}
 		},
 	})

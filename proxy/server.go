@@ -50,7 +50,13 @@ type Server struct {
 	mu        sync.Mutex
 	listeners [3]net.Listener
 	ready     bool
+	stopping  bool
 	errc      chan error
+
+	// bg tracks background work (auto replays), ended by Shutdown.
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 }
 
 // hopTTL is how long a trace's inbound hop is remembered.
@@ -70,6 +76,7 @@ func New(o Options) (*Server, error) {
 		recStore = o.Store
 	}
 	s.book = record.NewBook(recStore, c.Records.Retention.D(), o.Logger)
+	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	pool := NewBufferPool()
 	errLog := slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)
 	topts := TransportOptions{Dial: c.Timeouts.Dial.D(), UpstreamHeader: c.Timeouts.UpstreamHeader.D()}
@@ -81,7 +88,7 @@ func New(o Options) (*Server, error) {
 	for name := range c.Peers {
 		var onClose func()
 		if e, ok := c.OutEdge(name); ok && e.AutoReplay {
-			onClose = func() { s.replayEdge(name) }
+			onClose = func() { s.background(func(ctx context.Context) { s.replayEdge(ctx, name) }) }
 		}
 		s.edges[name] = newEdge(c, name, peerTransport, s.book, o.Logger, onClose)
 	}
@@ -205,7 +212,7 @@ func (s *Server) Errors() <-chan error { return s.errc }
 // then closes what is left.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	s.ready = false
+	s.ready, s.stopping = false, true
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
@@ -220,6 +227,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	s.bgCancel()
+	s.bg.Wait()
 	s.book.Close() // flush queued records
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("proxy: shutdown: %w", err)
@@ -253,6 +262,21 @@ func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy
 		}
 		return fallback
 	}
+}
+
+// background runs fn unless the server is stopping; Shutdown cancels its
+// context and waits for it.
+func (s *Server) background(fn func(ctx context.Context)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		fn(s.bgCtx)
+	}()
 }
 
 // routedTransport sends handoffs along their peer's edge (records,

@@ -43,7 +43,9 @@ type Book struct {
 	tails tailCache
 	queue chan Record
 	done  chan struct{}
-	once  sync.Once
+
+	mu     sync.RWMutex // guards closed against sends on the closed queue
+	closed bool
 
 	failed atomic.Int64
 }
@@ -78,17 +80,32 @@ func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 	return err
 }
 
-// WriteLater queues a snapshot of rec for the background flusher.
+// WriteLater queues a snapshot of rec for the background flusher; after
+// Close it writes at once.
 func (b *Book) WriteLater(rec *Record) {
 	if b.store == nil {
 		return
 	}
-	b.queue <- *rec
+	b.mu.RLock()
+	if !b.closed {
+		b.queue <- *rec
+		b.mu.RUnlock()
+		return
+	}
+	b.mu.RUnlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = b.Write(ctx, rec)
 }
 
 // Close flushes what is queued and stops the flusher.
 func (b *Book) Close() {
-	b.once.Do(func() { close(b.queue) })
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.queue)
+	}
+	b.mu.Unlock()
 	<-b.done
 }
 
