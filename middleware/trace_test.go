@@ -286,11 +286,11 @@ func TestTraceSpan(t *testing.T) {
 			}
 			for k, v := range tc.wantAttrs {
 				if attrs[k] != v {
-					t.Errorf("%s = %v, want %v", k, attrs[k].Emit(), v.Emit())
+					t.Errorf("%s = %v, want %v", k, attrs[k].String(), v.String())
 				}
 			}
 			if got := attrs["http.response.status_code"]; got != attribute.IntValue(tc.status) {
-				t.Errorf("http.response.status_code = %v, want %d", got.Emit(), tc.status)
+				t.Errorf("http.response.status_code = %v, want %d", got.String(), tc.status)
 			}
 			if _, ok := attrs[AttrHop]; ok == tc.wantNoHop {
 				t.Errorf("baton.hop present = %v, want %v", ok, !tc.wantNoHop)

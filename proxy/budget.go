@@ -63,18 +63,3 @@ func (b *budget) allowRetry() bool {
 	b.retries[i]++
 	return true
 }
-
-// state reports requests and retries in the window (for the admin API and
-// metrics).
-func (b *budget) state() (requests, retries int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	cur := time.Now().UnixNano() / int64(b.bucket)
-	for j := range b.at {
-		if cur-b.at[j] < int64(len(b.at)) {
-			requests += b.requests[j]
-			retries += b.retries[j]
-		}
-	}
-	return requests, retries
-}

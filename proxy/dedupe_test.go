@@ -357,7 +357,7 @@ func TestDedupeReplayErrors(t *testing.T) {
 	var calls atomic.Int64
 	agent := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
-		http.Error(w, "charged, then crashed", 503)
+		http.Error(w, "charged, then crashed", http.StatusServiceUnavailable)
 	})
 	p := dedupePair(t, agent, nil, "edges: [{from: analyst, dedupe: {replay_errors: true}}]\n")
 	for i := 0; i < 3; i++ {
