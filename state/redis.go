@@ -69,6 +69,10 @@ func NewRedis(cfg config.Redis) (*Redis, error) {
 // resharding, so on Cluster a replay after a lost reply stays possible.
 const noRetries = -1
 
+// resp2 selects the RESP2 protocol: the store uses no RESP3 feature, and
+// RESP3's push-notification handling costs go-redis extra reads per command.
+const resp2 = 2
+
 func newClient(cfg config.Redis) (redis.UniversalClient, error) {
 	if cfg.URL != "" {
 		if len(cfg.Addrs) > 0 {
@@ -99,6 +103,9 @@ func newClient(cfg config.Redis) (redis.UniversalClient, error) {
 			opts.PoolSize = cfg.PoolSize
 		}
 		opts.ContextTimeoutEnabled = true
+		if opts.Protocol == 0 {
+			opts.Protocol = resp2
+		}
 		if opts.MaxRetries == 0 { // the URL may ask for retries (max_retries=N)
 			opts.MaxRetries = noRetries
 		}
@@ -116,6 +123,7 @@ func newClient(cfg config.Redis) (redis.UniversalClient, error) {
 		Username:              cfg.Username,
 		Password:              cfg.Password,
 		DB:                    cfg.DB,
+		Protocol:              resp2,
 		DialTimeout:           cfg.DialTimeout.D(),
 		ReadTimeout:           cfg.OpTimeout.D(),
 		WriteTimeout:          cfg.OpTimeout.D(),
