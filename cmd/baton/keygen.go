@@ -30,19 +30,26 @@ func keygenCmd(args []string, stdout, stderr io.Writer) error {
 	id := fl.String("id", "", "key id, as peers' trust bundles will name the key")
 	out := fl.String("out", "", "file to write the private key to")
 	force := fl.Bool("force", false, "replace FILE if it exists")
-	if err := fl.Parse(args); err != nil {
-		return usageError{msg: "keygen: " + err.Error()}
+	bad := func(msg string) error {
+		fmt.Fprint(stderr, "Usage:\n"+keygenUsage)
+		return usageError{msg: "keygen: " + msg}
+	}
+	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, "Usage:\n"+keygenUsage)
+		return nil
+	} else if err != nil {
+		return bad(err.Error())
 	}
 	switch {
 	case fl.NArg() > 0:
-		return usageError{msg: fmt.Sprintf("keygen: unexpected argument %q", fl.Arg(0))}
+		return bad(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	case *id == "":
-		return usageError{msg: "keygen: --id KEYID is required (e.g. analyst-2026-01)"}
+		return bad("--id KEYID is required (e.g. analyst-2026-01)")
 	case *out == "":
-		return usageError{msg: "keygen: --out FILE is required"}
+		return bad("--out FILE is required")
 	}
 	if err := trust.CheckKeyID(*id); err != nil {
-		return usageError{msg: "keygen: --id: " + err.Error()}
+		return bad("--id: " + err.Error())
 	}
 	k, err := trust.GenerateKey(*id)
 	if err != nil {

@@ -110,7 +110,14 @@ func TestKeygenRefuses(t *testing.T) {
 			if stdout.Len() > 0 {
 				t.Errorf("stdout %q on failure", stdout.String())
 			}
+			if usage := strings.Contains(stderr.String(), "Usage:"); usage != (tc.wantCode == 2) {
+				t.Errorf("stderr %q: usage shown %v, want %v", stderr.String(), usage, tc.wantCode == 2)
+			}
 		})
+	}
+	var stdout, stderr bytes.Buffer
+	if err := keygenCmd([]string{"--help"}, &stdout, &stderr); err != nil || !strings.Contains(stdout.String(), "baton keygen --id KEYID --out FILE") {
+		t.Errorf("keygen --help = %v, stdout %q", err, stdout.String())
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "target.pem")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("keygen wrote through a symlink")

@@ -54,10 +54,10 @@ Usage:
   baton serve --config FILE      run the sidecar: egress, ingress and admin listeners
   baton validate --config FILE   check a configuration file; exit 0 when good, 1 with
                                  one line per problem (path: expected, got value)
-  baton demo [-v]                run two demo agents with their Batons on loopback,
-                                 hand off from one to the other, retry it (answered
-                                 from the receiver's dedupe window) and stream a reply
-                                 (-v: the Batons' JSON logs on stderr)
+  baton demo [-v]                run a three-agent workflow, each agent with its Baton
+                                 on loopback: a handoff dead-lettered and replayed, the
+                                 trace tree, a retry answered from the dedupe window, a
+                                 stream (-v: the Batons' JSON logs on stderr)
   baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
                                  print a trace's handoff records as a tree (from one or
                                  more Batons); --verify checks each hash chain, exit 1
@@ -65,7 +65,7 @@ Usage:
   baton dlq ls [--edge FROM→TO] [--offset N] [--limit N] [--admin HOST:PORT]
   baton dlq show|replay|drop ID [--admin HOST:PORT]
                                  list, inspect, replay or drop dead letters
-  baton version                  print the version
+`+keygenUsage+`  baton version                  print the version
   baton help                     this text
 
 serve
@@ -105,6 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return serve(ctx, rest, stderr, env)
 	case "validate":
 		return validate(rest, stdout, env)
+	case "keygen":
+		return keygenCmd(rest, stdout, stderr)
 	case "trace":
 		return traceCmd(rest, stdout, env)
 	case "dlq":
