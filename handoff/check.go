@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -17,61 +18,6 @@ import (
 // ErrNoEnvelope is returned by Check for a request that carries no envelope
 // (Locate returns None): such a body is opaque and passes on unexamined.
 var ErrNoEnvelope = errors.New("handoff: request carries no envelope")
-
-// Kind classifies a violation.
-type Kind string
-
-// The kinds of violation.
-const (
-	KindSchema       Kind = "schema"       // the envelope does not match the v1 JSON Schema
-	KindRequired     Kind = "required"     // a member the edge's policy requires is missing
-	KindCompleteness Kind = "completeness" // completeness is below the edge's minimum
-	KindSize         Kind = "size"         // the envelope is larger than the edge's max_bytes
-	KindVersion      Kind = "version"      // schema_version is missing, malformed or of an unsupported major
-	KindIdentity     Kind = "identity"     // provenance.agent names an agent other than the sender
-)
-
-// Violation is one way an envelope breaks the contract.
-type Violation struct {
-	// Pointer is the RFC 6901 JSON pointer of the offending value within the
-	// request body ("" for the whole body; under A2APointer for A2A).
-	Pointer string `json:"pointer"`
-	Kind    Kind   `json:"kind"`
-	// Detail says what is wrong and how to fix it, in plain English.
-	Detail string `json:"detail"`
-}
-
-// Summary is what a delegation record keeps of an envelope.
-type Summary struct {
-	Digest        string  `json:"digest"`         // lowercase hex SHA-256 of the envelope bytes as received
-	TaskID        string  `json:"task_id"`        // task.id
-	Intent        string  `json:"intent"`         // task.intent, cut to IntentMax characters
-	Completeness  float64 `json:"completeness"`   // as in Result
-	OpenQuestions int     `json:"open_questions"` // number of open_questions
-	Unverified    int     `json:"unverified"`     // completed items whose verification is not "verified"
-	SchemaVersion string  `json:"schema_version"`
-}
-
-// IntentMax is the number of characters of task.intent a Summary keeps.
-const IntentMax = 200
-
-// Result is the outcome of checking one request's envelope.
-type Result struct {
-	Where        Where
-	Version      string      // schema_version as sent ("" when absent or not a string)
-	Violations   []Violation // every violation found; none means the envelope meets the edge's contract
-	Completeness float64     // 0, 0.25, 0.5, 0.75 or 1: see docs/envelope.md
-	Summary      Summary
-	// Envelope is the envelope's bytes within the body (it aliases the body).
-	Envelope []byte
-	env      span // Envelope's offsets in the body, for Stamp
-}
-
-// Header is the value of the Baton-Contract header that reports r in
-// observe mode: "violations=2; completeness=0.75".
-func (r *Result) Header() string {
-	return "violations=" + strconv.Itoa(len(r.Violations)) + "; completeness=" + strconv.FormatFloat(r.Completeness, 'f', 2, 64)
-}
 
 // Version is the contract version this Baton implements; it reads every 1.x.
 const Version = "1.0.0"
@@ -90,7 +36,12 @@ type Checker struct {
 	byLoc map[string]*jsonschema.Schema
 	top   map[string]int // top-level member names of the schema
 	prov  map[string]int // member names of provenance
+	tapes sync.Pool      // *tape, reused across checks
 }
+
+// maxPooledNodes caps the tapes kept for reuse (1 MiB of nodes), so that one
+// huge envelope does not pin its memory.
+const maxPooledNodes = 1 << 16
 
 // NewChecker compiles the embedded schema, once.
 func NewChecker() (*Checker, error) {
@@ -111,6 +62,9 @@ func NewChecker() (*Checker, error) {
 	c := &Checker{schema: s, byLoc: map[string]*jsonschema.Schema{}, top: names(s)}
 	if p := s.Properties["provenance"]; p != nil {
 		c.prov = names(p)
+	}
+	if len(c.top) > 64 || len(c.prov) > 64 {
+		return nil, errors.New("handoff: the schema names more than 64 members in one object") // see noDuplicate
 	}
 	index(s, c.byLoc)
 	c.fast, _ = buildFast(s)
@@ -143,35 +97,50 @@ func index(s *jsonschema.Schema, into map[string]*jsonschema.Schema) {
 }
 
 // Check finds the envelope of a request (see Locate) and checks it against
-// the v1 schema and the edge's policy p. agent is the identity that
-// provenance.agent must name: at egress the sending agent's own (Baton
-// stamps it there), at ingress the verified sender or "" for no check. Every
-// violation goes into the Result; the error is ErrNoEnvelope for a request
-// without an envelope. Check does not modify body; Result.Envelope aliases it.
+// the v1 schema and the edge's policy p. agent is this Baton's agent at
+// egress, "" at ingress: at egress Baton stamps provenance.agent (see
+// Result.Stamp), so an envelope that claims another agent there is an
+// identity violation, and provenance counts as present for completeness.
+// Every violation goes into the Result; the only error is ErrNoEnvelope, for
+// a request without an envelope. Check does not modify body; Result.Envelope
+// aliases it.
 func (c *Checker) Check(contentType string, body []byte, p Policy, agent string) (Result, error) {
-	loc := locate(contentType, body)
-	if loc.where == None {
-		return Result{}, ErrNoEnvelope
+	t, _ := c.tapes.Get().(*tape)
+	if t == nil {
+		t = &tape{n: make([]node, 0, 512)}
 	}
-	env := body[loc.env.s:loc.env.e]
-	r := Result{Where: loc.where, Envelope: env, env: loc.env}
+	defer func() {
+		if t.b = nil; cap(t.n) <= maxPooledNodes {
+			c.tapes.Put(t)
+		}
+	}()
+	loc := locate(contentType, body, t)
+	ck := check{c: c, t: t, agent: agent, root: -1}
+	switch loc.where {
+	case None:
+		return Result{}, ErrNoEnvelope
+	case Body:
+		ck.env = span{0, len(body)}
+		if t.parse(body) {
+			ck.root = 0
+		}
+	case A2A:
+		ck.env, ck.root, ck.prefix = t.span(loc.env), loc.env, A2APointer
+	}
+	env := body[ck.env.s:ck.env.e]
+	r := Result{Where: loc.where, Envelope: env, env: ck.env}
 	sum := sha256.Sum256(env)
 	var hexSum [2 * sha256.Size]byte
 	hex.Encode(hexSum[:], sum[:])
 	r.Summary.Digest = string(hexSum[:])
 
-	prefix := ""
-	if loc.where == A2A {
-		prefix = A2APointer
-	}
-	ck := check{c: c, b: env, prefix: prefix, agent: agent}
 	if loc.dup != "" { // a pointer into the body, not the envelope
 		ck.out = append(ck.out, Violation{Pointer: loc.dup, Kind: KindSchema, Detail: dotted(loc.dup) + " appears more than once on the way to the envelope, and decoders disagree on which copy counts: send it once"})
 	}
 	if p.MaxBytes > 0 && len(env) > p.MaxBytes {
 		ck.add("", KindSize, fmt.Sprintf("the envelope is %d bytes, over this edge's limit of %d: pass large artifacts by reference (artifacts[].ref) or trim them", len(env), p.MaxBytes))
 	}
-	ck.run(p)
+	ck.run(env, p)
 	sortViolations(ck.out)
 	r.Version = ck.version
 	r.Completeness = ck.completeness
@@ -188,61 +157,65 @@ func (c *Checker) Check(contentType string, body []byte, p Policy, agent string)
 // check holds the state of one Check.
 type check struct {
 	c      *Checker
-	b      []byte // the envelope
+	t      *tape
+	root   int    // node of the envelope; -1 when it is not JSON
+	env    span   // the envelope's bytes in the body
 	prefix string // pointer of the envelope in the body
 	agent  string
 	out    []Violation
 
-	root                                               span
-	version                                            string
-	task, completed, openQ, rejected, provenance, vers span
-	completeness                                       float64
-	taskID, intent                                     string
-	open, unverified                                   int
+	// nodes of the top-level members Baton reads; -1 when absent
+	vers, task, completed, openQ, rejected, provenance int
+
+	version          string
+	completeness     float64
+	taskID, intent   string
+	open, unverified int
 }
 
 func (ck *check) add(ptr string, k Kind, detail string) {
 	ck.out = append(ck.out, Violation{Pointer: ck.prefix + ptr, Kind: k, Detail: detail})
 }
 
-func (ck *check) run(p Policy) {
-	root, ok := document(ck.b)
-	if !ok {
-		ck.notJSON()
+func (ck *check) run(env []byte, p Policy) {
+	t := ck.t
+	if ck.root < 0 {
+		ck.notJSON(env)
 		return
 	}
-	ck.root = root
-	if ck.b[root.s] != '{' {
-		ck.add("", KindSchema, "the envelope must be a JSON object, not "+jsonTypeName(ck.b[root.s]))
+	if !t.isObject(ck.root) {
+		ck.add("", KindSchema, "the envelope must be a JSON object, not "+jsonTypeName(t.kind(ck.root)))
 		return
 	}
 	ck.scanTop()
 	if !ck.checkVersion() {
 		return
 	}
-	if ck.c.fast == nil || ck.c.fast.check(ck.b, root) != valid {
-		ck.validate()
+	if ck.c.fast == nil || ck.c.fast.check(t, ck.root) != valid {
+		ck.validate(env)
 	}
 	for _, req := range p.Require {
-		if ptr := requirePointer(req); !resolve(ck.b, root, ptr) {
-			ck.add(ptr, KindRequired, fmt.Sprintf("%s is required on this edge but missing%s", dotted(ptr), ck.c.hintAt(ptr)))
+		if req != "" && req[0] != '/' && t.member(ck.root, req) >= 0 || req != "" && req[0] == '/' && resolve(t, ck.root, req) {
+			continue
 		}
+		ptr := requirePointer(req)
+		ck.add(ptr, KindRequired, fmt.Sprintf("%s is required on this edge but missing%s", dotted(ptr), ck.c.hintAt(ptr)))
 	}
 	ck.score(p.MinCompleteness)
 	ck.checkIdentity()
 	ck.summarise()
 }
 
-// notJSON reports a body that is not one JSON value, with encoding/json's
-// words for what is wrong.
-func (ck *check) notJSON() {
-	_, err := jsonschema.UnmarshalJSON(bytes.NewReader(ck.b))
+// notJSON reports an envelope that is not one JSON value, with
+// encoding/json's words for what is wrong.
+func (ck *check) notJSON(env []byte) {
+	_, err := jsonschema.UnmarshalJSON(bytes.NewReader(env))
 	why := "it is empty"
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
 		why = fmt.Sprintf("at byte %d: %s", se.Offset, se.Error())
-	case err != nil && len(bytes.TrimSpace(ck.b)) > 0:
+	case err != nil && len(bytes.TrimSpace(env)) > 0:
 		why = err.Error()
 	}
 	ck.add("", KindSchema, "the envelope is not valid JSON ("+why+")")
@@ -252,52 +225,52 @@ func (ck *check) notJSON() {
 // repeated member as decoders do, and reports repeated members and members
 // whose names differ from the schema's only in case.
 func (ck *check) scanTop() {
+	t := ck.t
+	ck.vers, ck.task, ck.completed, ck.openQ, ck.rejected, ck.provenance = -1, -1, -1, -1, -1, -1
 	var seen uint64
-	for it := objectAt(ck.b, ck.root.s); ; {
-		m, ok := it.next()
-		if !ok {
-			return
-		}
+	for k, end := t.first(ck.root); k < end; k = t.after(k + 1) {
 		switch {
-		case m.is("schema_version"):
-			ck.vers = m.val
-		case m.is("task"):
-			ck.task = m.val
-		case m.is("completed"):
-			ck.completed = m.val
-		case m.is("open_questions"):
-			ck.openQ = m.val
-		case m.is("rejected_paths"):
-			ck.rejected = m.val
-		case m.is("provenance"):
-			ck.provenance = m.val
+		case t.is(k, "schema_version"):
+			ck.vers = k + 1
+		case t.is(k, "task"):
+			ck.task = k + 1
+		case t.is(k, "completed"):
+			ck.completed = k + 1
+		case t.is(k, "open_questions"):
+			ck.openQ = k + 1
+		case t.is(k, "rejected_paths"):
+			ck.rejected = k + 1
+		case t.is(k, "provenance"):
+			ck.provenance = k + 1
 		}
-		ck.noDuplicate("", m, ck.c.top, &seen)
+		ck.noDuplicate("", k, ck.c.top, &seen)
 	}
 }
 
-// noDuplicate reports m when an earlier member of its object had the same
-// known name, or when its name differs from a known one only in case.
-func (ck *check) noDuplicate(parent string, m member, known map[string]int, seen *uint64) {
+// noDuplicate reports member name k when an earlier member of its object had
+// the same known name, or when it differs from a known name only in case.
+func (ck *check) noDuplicate(parent string, k int, known map[string]int, seen *uint64) {
+	t := ck.t
 	var bit int
 	var ok bool
-	if m.escaped {
-		bit, ok = known[m.name()]
+	if t.exact(k) {
+		bit, ok = known[string(t.raw(k))]
 	} else {
-		bit, ok = known[string(m.key)]
+		name, _ := t.str(k)
+		bit, ok = known[name]
 	}
 	if ok {
 		if *seen&(1<<bit) != 0 {
-			name := m.name()
+			name, _ := t.str(k)
 			ck.add(parent+"/"+escapeToken(name), KindSchema, fmt.Sprintf("%q appears more than once, and decoders disagree on which copy counts: send it once", name))
 		}
 		*seen |= 1 << bit
 		return
 	}
-	name := m.name()
-	for k := range known {
-		if strings.EqualFold(k, name) {
-			ck.add(parent+"/"+escapeToken(name), KindSchema, fmt.Sprintf("%q differs from %q only in case, and some decoders (Go's encoding/json) take it for %s: rename or remove it", name, k, k))
+	name, _ := t.str(k)
+	for want := range known {
+		if strings.EqualFold(want, name) {
+			ck.add(parent+"/"+escapeToken(name), KindSchema, fmt.Sprintf("%q differs from %q only in case, and some decoders (Go's encoding/json) take it for %s: rename or remove it", name, want, want))
 		}
 	}
 }
@@ -305,13 +278,13 @@ func (ck *check) noDuplicate(parent string, m member, known map[string]int, seen
 // checkVersion reports a missing, malformed or unsupported schema_version,
 // and returns whether the envelope can be read as 1.x.
 func (ck *check) checkVersion() bool {
-	v, ok := stringValue(ck.b, ck.vers)
+	v, ok := ck.t.str(ck.vers)
 	switch {
-	case !ck.vers.ok():
+	case ck.vers < 0:
 		ck.add("/schema_version", KindVersion, `schema_version is missing: set it to the contract version the envelope follows, "`+Version+`"`)
 		return true
 	case !ok:
-		ck.add("/schema_version", KindVersion, `schema_version must be a string like "`+Version+`", not `+jsonTypeName(ck.b[ck.vers.s]))
+		ck.add("/schema_version", KindVersion, `schema_version must be a string like "`+Version+`", not `+jsonTypeName(ck.t.kind(ck.vers)))
 		return true
 	}
 	ck.version = v
@@ -327,40 +300,36 @@ func (ck *check) checkVersion() bool {
 }
 
 // validate runs jsonschema and words its errors.
-func (ck *check) validate() {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ck.b))
+func (ck *check) validate(env []byte) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(env))
 	if err != nil {
-		ck.notJSON()
+		ck.notJSON(env)
 		return
 	}
-	err = ck.c.schema.Validate(doc)
 	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return
+	if errors.As(ck.c.schema.Validate(doc), &verr) {
+		ck.explain(verr)
 	}
-	ck.explain(verr)
 }
 
 // score computes completeness, and reports each missing part when it is
 // below min.
 func (ck *check) score(min float64) {
+	t := ck.t
 	var missing []Violation
 	miss := func(ptr, detail string) {
 		missing = append(missing, Violation{Pointer: ck.prefix + ptr, Kind: KindCompleteness, Detail: detail})
 	}
 	parts := 0
-	if ck.isArray(ck.completed) {
+	if t.isArray(ck.completed) {
 		ok := true
 		i := 0
-		for it := arrayAt(ck.b, ck.completed.s); ; i++ {
-			item, more := it.next()
-			if !more {
-				break
-			}
-			if !ck.verification(item).ok() {
+		for k, end := t.first(ck.completed); k < end; k = t.after(k) {
+			if ck.verification(k) < 0 {
 				ok = false
 				miss("/completed/"+strconv.Itoa(i)+"/verification", "completed["+strconv.Itoa(i)+"] does not say how it was checked: set verification to verified, unverified or failed")
 			}
+			i++
 		}
 		if ok {
 			parts++
@@ -368,12 +337,12 @@ func (ck *check) score(min float64) {
 	} else {
 		miss("/completed", "completed is missing: list the work done so far, each item with verification (verified, unverified or failed), or [] if none")
 	}
-	if ck.isArray(ck.openQ) {
+	if t.isArray(ck.openQ) {
 		parts++
 	} else {
 		miss("/open_questions", "open_questions is missing: list the questions and caveats still open, or [] if there are none")
 	}
-	if ck.isArray(ck.rejected) {
+	if t.isArray(ck.rejected) {
 		parts++
 	} else {
 		miss("/rejected_paths", "rejected_paths is missing: list what was tried or considered and dropped, and why, or [] if nothing was")
@@ -392,67 +361,44 @@ func (ck *check) score(min float64) {
 	}
 }
 
-func (ck *check) isArray(v span) bool { return v.ok() && ck.b[v.s] == '[' }
-
-// verification returns the span of a completed item's verification when it
-// is one of the three statuses.
-func (ck *check) verification(item span) span {
-	if ck.b[item.s] != '{' {
-		return span{}
+// verification returns the node of a completed item's verification when it
+// is one of the three statuses, or -1.
+func (ck *check) verification(item int) int {
+	t := ck.t
+	if !t.isObject(item) {
+		return -1
 	}
-	var v span
-	for it := objectAt(ck.b, item.s); ; {
-		m, ok := it.next()
-		if !ok {
-			break
-		}
-		if m.is("verification") {
-			v = m.val
-		}
-	}
-	if isString(ck.b, v, "verified") || isString(ck.b, v, "unverified") || isString(ck.b, v, "failed") {
+	v := t.member(item, "verification")
+	if t.is(v, "verified") || t.is(v, "unverified") || t.is(v, "failed") {
 		return v
 	}
-	return span{}
+	return -1
 }
 
 // provenanceAgent reports whether provenance is an object with a non-empty
 // agent string.
 func (ck *check) provenanceAgent() bool {
-	if !ck.provenance.ok() || ck.b[ck.provenance.s] != '{' {
+	if !ck.t.isObject(ck.provenance) {
 		return false
 	}
-	var agent span
-	for it := objectAt(ck.b, ck.provenance.s); ; {
-		m, ok := it.next()
-		if !ok {
-			break
-		}
-		if m.is("agent") {
-			agent = m.val
-		}
-	}
-	s, ok := stringValue(ck.b, agent)
+	s, ok := ck.t.str(ck.t.member(ck.provenance, "agent"))
 	return ok && s != ""
 }
 
 // checkIdentity reports every provenance.agent that names another agent than
 // ck.agent, and repeated provenance members.
 func (ck *check) checkIdentity() {
-	if !ck.provenance.ok() || ck.b[ck.provenance.s] != '{' {
+	t := ck.t
+	if !t.isObject(ck.provenance) {
 		return
 	}
 	var seen uint64
-	for it := objectAt(ck.b, ck.provenance.s); ; {
-		m, ok := it.next()
-		if !ok {
-			return
-		}
-		ck.noDuplicate("/provenance", m, ck.c.prov, &seen)
-		if ck.agent == "" || !m.is("agent") {
+	for k, end := t.first(ck.provenance); k < end; k = t.after(k + 1) {
+		ck.noDuplicate("/provenance", k, ck.c.prov, &seen)
+		if ck.agent == "" || !t.is(k, "agent") {
 			continue
 		}
-		if claim, ok := stringValue(ck.b, m.val); ok && claim != ck.agent {
+		if claim, ok := t.str(k + 1); ok && claim != ck.agent {
 			ck.add("/provenance/agent", KindIdentity, fmt.Sprintf("provenance.agent claims %q, but this handoff comes from %q: an agent cannot hand off in another's name; leave provenance.agent out (Baton stamps it) or set it to %q", claim, ck.agent, ck.agent))
 		}
 	}
@@ -460,35 +406,18 @@ func (ck *check) checkIdentity() {
 
 // summarise fills the summary fields read from the envelope.
 func (ck *check) summarise() {
-	if ck.task.ok() && ck.b[ck.task.s] == '{' {
-		for it := objectAt(ck.b, ck.task.s); ; {
-			m, ok := it.next()
-			if !ok {
-				break
-			}
-			switch {
-			case m.is("id"):
-				ck.taskID, _ = stringValue(ck.b, m.val)
-			case m.is("intent"):
-				ck.intent, _ = stringValue(ck.b, m.val)
-			}
-		}
-		ck.intent = truncate(ck.intent, IntentMax)
+	t := ck.t
+	if t.isObject(ck.task) {
+		ck.taskID, _ = t.str(t.member(ck.task, "id"))
+		intent, _ := t.str(t.member(ck.task, "intent"))
+		ck.intent = truncate(intent, IntentMax)
 	}
-	if ck.isArray(ck.openQ) {
-		for it := arrayAt(ck.b, ck.openQ.s); ; ck.open++ {
-			if _, ok := it.next(); !ok {
-				break
-			}
-		}
+	if t.isArray(ck.openQ) {
+		ck.open = t.count(ck.openQ)
 	}
-	if ck.isArray(ck.completed) {
-		for it := arrayAt(ck.b, ck.completed.s); ; {
-			item, ok := it.next()
-			if !ok {
-				break
-			}
-			if !isString(ck.b, ck.verification(item), "verified") {
+	if t.isArray(ck.completed) {
+		for k, end := t.first(ck.completed); k < end; k = t.after(k) {
+			if !t.is(ck.verification(k), "verified") {
 				ck.unverified++
 			}
 		}

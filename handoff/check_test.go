@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -379,6 +380,44 @@ func newerMinor(tb testing.TB) []byte {
 		obj(m, "provenance")["cost"] = map[string]any{"usd": 0.42}
 		item(m, "artifacts", 0)["checksum"] = "sha256:abc"
 	})
+}
+
+// One Checker serves concurrent checks (run with -race).
+func TestCheckConcurrent(t *testing.T) {
+	t.Parallel()
+	c := newChecker(t)
+	inputs := []struct {
+		contentType string
+		body        []byte
+	}{
+		{MediaType, Example()},
+		{"application/json", a2aRequest("SendMessage", newerMinor(t))},
+		{MediaType, mutate(t, func(m map[string]any) { delete(obj(m, "task"), "intent") })},
+		{MediaType, []byte(`{"schema_version":"2.0.0"}`)},
+	}
+	want := make([]Result, len(inputs))
+	for i, in := range inputs {
+		want[i], _ = c.Check(in.contentType, in.body, Policy{MinCompleteness: 1}, "analyst")
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for n := range 50 {
+				i := (g + n) % len(inputs)
+				got, _ := c.Check(inputs[i].contentType, inputs[i].body, Policy{MinCompleteness: 1}, "analyst")
+				if got.Summary != want[i].Summary || len(got.Violations) != len(want[i].Violations) {
+					errs <- fmt.Errorf("input %d: got %+v, want %+v", i, got.Summary, want[i].Summary)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestErrNoEnvelope(t *testing.T) {

@@ -11,8 +11,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // explain turns jsonschema's error tree into one violation per failed
@@ -74,8 +72,12 @@ func (ck *check) explain(verr *jsonschema.ValidationError) {
 		ck.add(ptr, KindSchema, field+" is not allowed here")
 	case *kind.AdditionalProperties:
 		ck.add(ptr, KindSchema, fmt.Sprintf("%s has members the schema does not allow: %s", field, strings.Join(k.Properties, ", ")))
-	default:
-		ck.add(ptr, KindSchema, field+": "+verr.ErrorKind.LocalizedString(message.NewPrinter(language.English)))
+	default: // a keyword the v1 schema does not use: jsonschema's own words
+		msg := strings.ReplaceAll(verr.Error(), "\n", "; ")
+		if u := verr.BasicOutput(); u.Error != nil {
+			msg = u.Error.String()
+		}
+		ck.add(ptr, KindSchema, field+": "+msg)
 	}
 }
 

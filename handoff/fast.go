@@ -9,15 +9,17 @@ import (
 )
 
 // The fast path. jsonschema/v6 validates a decoded tree (map[string]any, …)
-// and allocates a few objects per value it visits: a realistic 4 KiB envelope
-// costs about 750 allocations and 55 µs to decode and validate, over
-// Baton's per-handoff budget. So Checker confirms a valid envelope by walking
-// its raw bytes against the schema that jsonschema compiled, interpreting the
-// handful of keywords the envelope schema uses. The walk answers valid,
+// and allocates three to four objects per value it visits (a scope, an
+// uneval set, the validator, a copy of each string): a realistic 4 KiB
+// envelope costs about 750 allocations and 55 µs to decode and validate, far
+// over Baton's per-handoff budget. So Checker confirms a valid envelope by
+// walking its tape against the schema that jsonschema compiled, interpreting
+// the handful of keywords the envelope schema uses. The walk answers valid,
 // invalid or unsure; anything but a sure valid goes to jsonschema, whose
 // errors are the ones reported. The walk is built only when every keyword of
 // the compiled schema is one it implements (otherwise jsonschema does all the
-// work), and FuzzFastPath checks that it never disagrees with jsonschema.
+// work; TestFastPathCoversSchema keeps it on), and FuzzFastPath checks that it
+// never disagrees with jsonschema.
 
 type verdict uint8
 
@@ -189,33 +191,33 @@ func buildFast(s *jsonschema.Schema) (*fastNode, bool) {
 	return n, true
 }
 
-// check walks the valid JSON value b[v.s:v.e] against n.
-func (n *fastNode) check(b []byte, v span) verdict {
+// check walks value i of t against n.
+func (n *fastNode) check(t *tape, i int) verdict {
 	if n.boolean != 0 {
 		return verdictOf(n.boolean > 0)
 	}
-	c := b[v.s]
+	c := t.kind(i)
 	isNum := c == '-' || isDigit(c)
 	if n.types != 0 {
-		var t uint8
+		var ty uint8
 		switch {
 		case c == '{':
-			t = tObject
+			ty = tObject
 		case c == '[':
-			t = tArray
+			ty = tArray
 		case c == '"':
-			t = tString
+			ty = tString
 		case c == 't' || c == 'f':
-			t = tBoolean
+			ty = tBoolean
 		case c == 'n':
-			t = tNull
-		case plainInteger(b[v.s:v.e]):
-			t = tNumber | tInteger
+			ty = tNull
+		case plainInteger(t.b[t.n[i].s:t.n[i].e]):
+			ty = tNumber | tInteger
 		default:
-			t = tNumber
+			ty = tNumber
 		}
-		if n.types&t == 0 {
-			if t == tNumber && n.types&tInteger != 0 {
+		if n.types&ty == 0 {
+			if ty == tNumber && n.types&tInteger != 0 {
 				return unsure // 1.0 and 1e2 are integers to jsonschema
 			}
 			return invalid
@@ -225,7 +227,7 @@ func (n *fastNode) check(b []byte, v span) verdict {
 	if n.hasEnum {
 		in := false
 		for _, want := range n.enum {
-			in = in || isString(b, v, want)
+			in = in || t.is(i, want)
 		}
 		if !in {
 			return invalid
@@ -233,35 +235,31 @@ func (n *fastNode) check(b []byte, v span) verdict {
 	}
 	switch {
 	case c == '"':
-		out = out.and(n.checkString(b, v))
+		out = out.and(n.checkString(t, i))
 	case n.format != nil:
 		out = out.and(unsure)
 	case isNum:
-		out = out.and(n.checkNumber(b, v))
+		out = out.and(n.checkNumber(t, i))
 	case c == '{' && n.names != nil:
-		out = out.and(n.checkObject(b, v))
+		out = out.and(n.checkObject(t, i))
 	case c == '[' && n.items != nil:
-		for it := arrayAt(b, v.s); out != invalid; {
-			e, ok := it.next()
-			if !ok {
-				break
-			}
-			out = out.and(n.items.check(b, e))
+		for k, end := t.first(i); k < end && out != invalid; k = t.after(k) {
+			out = out.and(n.items.check(t, k))
 		}
 	}
 	if len(n.oneOf) > 0 && out != invalid {
-		out = out.and(n.checkOneOf(b, v))
+		out = out.and(n.checkOneOf(t, i))
 	}
 	if n.ifThen[0] != nil && out != invalid {
 		branch := n.ifThen[2]
-		switch n.ifThen[0].check(b, v) {
+		switch n.ifThen[0].check(t, i) {
 		case unsure:
 			return unsure
 		case valid:
 			branch = n.ifThen[1]
 		}
 		if branch != nil {
-			out = out.and(branch.check(b, v))
+			out = out.and(branch.check(t, i))
 		}
 	}
 	return out
@@ -276,20 +274,18 @@ func plainInteger(num []byte) bool {
 	return true
 }
 
-func (n *fastNode) checkString(b []byte, v span) verdict {
+func (n *fastNode) checkString(t *tape, i int) verdict {
 	if n.minLen < 0 && n.maxLen < 0 && n.pattern == nil && n.format == nil {
 		return valid
 	}
-	raw := b[v.s+1 : v.e-1]
-	_, flags := scanString(b, v.s)
-	exact := flags&strEscaped == 0 && (flags&strNonASCII == 0 || utf8.Valid(raw))
+	exact := t.exact(i)
 	out := valid
 	if n.minLen >= 0 || n.maxLen >= 0 {
 		var count int
 		if exact {
-			count = utf8.RuneCount(raw)
+			count = utf8.RuneCount(t.raw(i))
 		} else {
-			s, ok := unquote(raw)
+			s, ok := unquote(t.raw(i))
 			if !ok {
 				return unsure
 			}
@@ -300,7 +296,7 @@ func (n *fastNode) checkString(b []byte, v span) verdict {
 	if out == invalid || (n.pattern == nil && n.format == nil) {
 		return out
 	}
-	s, ok := stringValue(b, v)
+	s, ok := t.str(i)
 	if !ok {
 		return unsure
 	}
@@ -315,11 +311,11 @@ func (n *fastNode) checkString(b []byte, v span) verdict {
 
 // checkNumber compares with minimum and maximum in float64, and is sure only
 // when the number is clearly away from the bound (jsonschema compares exactly).
-func (n *fastNode) checkNumber(b []byte, v span) verdict {
+func (n *fastNode) checkNumber(t *tape, i int) verdict {
 	if math.IsNaN(n.min) && math.IsNaN(n.max) {
 		return valid
 	}
-	x, err := strconv.ParseFloat(string(b[v.s:v.e]), 64)
+	x, err := strconv.ParseFloat(string(t.b[t.n[i].s:t.n[i].e]), 64)
 	if err != nil {
 		return unsure
 	}
@@ -345,29 +341,27 @@ func compare(hi, lo float64) verdict {
 	return unsure
 }
 
-func (n *fastNode) checkObject(b []byte, v span) verdict {
+func (n *fastNode) checkObject(t *tape, i int) verdict {
 	out := valid
 	var seen uint64
-	for it := objectAt(b, v.s); out != invalid; {
-		m, ok := it.next()
-		if !ok {
-			break
-		}
+	for k, end := t.first(i); k < end; k = t.after(k + 1) {
 		var bit int
-		if m.escaped {
-			bit, ok = n.names[m.name()]
+		var ok bool
+		if t.n[k].flags&strEscaped != 0 {
+			name, _ := unquote(t.raw(k))
+			bit, ok = n.names[name]
 		} else {
-			bit, ok = n.names[string(m.key)]
+			bit, ok = n.names[string(t.raw(k))]
 		}
 		if !ok {
 			continue
 		}
 		if seen&(1<<bit) != 0 {
-			out = out.and(unsure) // a repeated member: decoders keep the last
+			return unsure // a repeated member: decoders keep the last copy
 		}
 		seen |= 1 << bit
-		if p := n.props[bit]; p != nil {
-			out = out.and(p.check(b, m.val))
+		if p := n.props[bit]; p != nil && out != invalid {
+			out = out.and(p.check(t, k+1))
 		}
 	}
 	if seen&n.required != n.required {
@@ -376,11 +370,11 @@ func (n *fastNode) checkObject(b []byte, v span) verdict {
 	return out
 }
 
-func (n *fastNode) checkOneOf(b []byte, v span) verdict {
+func (n *fastNode) checkOneOf(t *tape, i int) verdict {
 	matched := 0
 	sure := true
 	for _, alt := range n.oneOf {
-		switch alt.check(b, v) {
+		switch alt.check(t, i) {
 		case valid:
 			matched++
 		case unsure:

@@ -22,6 +22,8 @@ func seedEnvelopes(f *testing.F) {
 		[]byte(`{"schema_version":"2.0.0"}`),
 		[]byte(`{"schema_version":"1.0.0","artifacts":[{"name":"a","trust":"untrusted","content":{},"ref":"r"}],"Provenance":1,"provenance":[]}`),
 		[]byte(`{"task":{"id":"t","intent":""},"completed":[{"summary":"s","verification":"verified"},{}]}`),
+		[]byte(`{"schema_version":"1.0.0","task":{"id":"t","intent":"i"},"confidence":1e-400,"provenance":{"hop":-0,"trace_id":"\u0030af7651916cd43dd8448eb211c80319c","stamped_at":"2025-11-06T09:00:00Z"},"completed":[{"summary":"s","verification":"verifi\u0065d"}]}`),
+		[]byte("{\"schema_version\":\"1.0.0\",\"task\":{\"id\":\"\xff\",\"intent\":\"\xc3\"},\"artifacts\":[{\"name\":\"a\",\"trust\":\"untrusted\",\"content\":1,\"source\":\"s\",\"media_type\":\"text/plain\"}]}"),
 		[]byte(`{"a":`), []byte(`[]`), []byte(`"x"`), []byte(``), []byte(`{}`), []byte(` { } `),
 	} {
 		f.Add(s)
@@ -50,8 +52,8 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("malformed violation %+v", v)
 			}
 		}
-		root, ok := document(body)
-		if !ok || body[root.s] != '{' {
+		var tp tape
+		if !tp.parse(body) || !tp.isObject(0) {
 			return
 		}
 		out, err := r.Stamp(body, testStamp)
@@ -62,7 +64,7 @@ func FuzzCheck(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := document(out); !ok {
+		if !tp.parse(out) {
 			t.Fatalf("stamped envelope is not JSON: %q", out)
 		}
 		for _, v := range again.Violations {
@@ -93,7 +95,8 @@ func FuzzLocateA2A(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"user","parts":[{"text":"baton.handoff"}]}}}`))
 	c := newChecker(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		loc := locate("application/json", body)
+		var tp tape
+		loc := locate("application/json", body, &tp)
 		var want any
 		found := false
 		if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body)); err == nil {
@@ -105,9 +108,10 @@ func FuzzLocateA2A(f *testing.F) {
 		if !found {
 			return
 		}
-		got, err := jsonschema.UnmarshalJSON(bytes.NewReader(body[loc.env.s:loc.env.e]))
+		env := tp.span(loc.env)
+		got, err := jsonschema.UnmarshalJSON(bytes.NewReader(body[env.s:env.e]))
 		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("located %q, decoders see %v", body[loc.env.s:loc.env.e], want)
+			t.Fatalf("located %q, decoders see %v", body[env.s:env.e], want)
 		}
 		r, err := c.Check("application/json", body, Policy{}, "analyst")
 		if err != nil {
@@ -124,8 +128,8 @@ func FuzzLocateA2A(f *testing.F) {
 		if err != nil {
 			t.Fatalf("stamped body is not JSON: %v\n%q", err, out)
 		}
-		env, ok := a2aEnvelope(doc)
-		if prov, _ := env.(map[string]any)["provenance"].(map[string]any); !ok || prov["agent"] != testStamp.Agent {
+		stamped, ok := a2aEnvelope(doc)
+		if prov, _ := stamped.(map[string]any)["provenance"].(map[string]any); !ok || prov["agent"] != testStamp.Agent {
 			t.Fatalf("stamped body %q", out)
 		}
 	})
@@ -157,16 +161,19 @@ func FuzzFastPath(f *testing.F) {
 	seedEnvelopes(f)
 	c := newChecker(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		root, ok := document(body)
-		if !ok {
+		var tp tape
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+		if !tp.parse(body) {
+			if err == nil {
+				t.Fatalf("the tape rejects what encoding/json accepts: %q", body)
+			}
 			return
 		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 		if err != nil {
-			t.Fatalf("document accepts what encoding/json rejects (%v): %q", err, body)
+			t.Fatalf("the tape accepts what encoding/json rejects (%v): %q", err, body)
 		}
 		slow := c.schema.Validate(doc)
-		switch c.fast.check(body, root) {
+		switch c.fast.check(&tp, 0) {
 		case valid:
 			if slow != nil {
 				t.Fatalf("fast path: valid; jsonschema: %v\n%q", slow, body)

@@ -37,6 +37,9 @@ func (w Where) String() string {
 	}
 }
 
+// a2aPath leads to the envelope in an A2A request.
+var a2aPath = [...]string{"params", "message", "metadata", MetadataKey}
+
 // a2aMethods are the A2A methods whose params carry a message: v1.0 names and
 // the v0.3 names still in use.
 var a2aMethods = [...]string{"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
@@ -46,28 +49,30 @@ var a2aMethods = [...]string{"SendMessage", "SendStreamingMessage", "message/sen
 // A2A metadata when it is JSON (application/json or any +json type) starting
 // with '{', mentions the metadata key, and is then a JSON-RPC 2.0 request for
 // SendMessage, SendStreamingMessage, message/send or message/stream with
-// params.message.metadata["baton.handoff"]. Every other body is opaque and is
-// not parsed. Locate allocates nothing.
+// params.message.metadata["baton.handoff"]. Every other body is opaque: it is
+// not parsed, and Locate allocates nothing for it. Checker.Check locates the
+// envelope itself; call Locate when only the carrier matters.
 func Locate(contentType string, body []byte) Where {
-	return locate(contentType, body).where
+	var t tape
+	return locate(contentType, body, &t).where
 }
 
-// located is where the envelope is, and any member on the way to it that a
-// JSON-RPC body names twice.
+// located is where the envelope is: for A2A, node env of the tape that locate
+// filled, and any member on the way to it that the body names twice.
 type located struct {
 	where Where
-	env   span
+	env   int
 	dup   string // pointer of a duplicated member on the A2A path, or ""
 }
 
-func locate(contentType string, body []byte) located {
+func locate(contentType string, body []byte, t *tape) located {
 	mt := contentType
 	if i := strings.IndexByte(mt, ';'); i >= 0 {
 		mt = mt[:i]
 	}
 	mt = strings.TrimSpace(mt)
 	if strings.EqualFold(mt, MediaType) {
-		return located{where: Body, env: span{0, len(body)}}
+		return located{where: Body}
 	}
 	if !strings.EqualFold(mt, "application/json") &&
 		!(len(mt) > 5 && strings.EqualFold(mt[len(mt)-5:], "+json")) {
@@ -76,7 +81,7 @@ func locate(contentType string, body []byte) located {
 	if i := skipWS(body, 0); i >= len(body) || body[i] != '{' || !mayNameMetadataKey(body) {
 		return located{}
 	}
-	return locateA2A(body)
+	return locateA2A(body, t)
 }
 
 // mayNameMetadataKey reports whether body may hold the member name
@@ -104,63 +109,44 @@ func mayNameMetadataKey(body []byte) bool {
 // locateA2A finds params.message.metadata["baton.handoff"] in a JSON-RPC 2.0
 // request for one of a2aMethods. Where members repeat, the last one counts,
 // as in encoding/json, JavaScript and Python; the repetition is reported.
-func locateA2A(body []byte) located {
-	root, ok := document(body)
-	if !ok || body[root.s] != '{' {
+func locateA2A(body []byte, t *tape) located {
+	if !t.parsePath(body, a2aPath[:]) || !t.isObject(0) {
 		return located{}
 	}
-	var params span
-	var dup string
 	version, method := false, false
-	seen := 0
-	for it := objectAt(body, root.s); ; {
-		m, ok := it.next()
-		if !ok {
-			break
-		}
+	for k, end := t.first(0); k < end; k = t.after(k + 1) {
 		switch {
-		case m.is("jsonrpc"):
-			version = isString(body, m.val, "2.0")
-		case m.is("method"):
+		case t.is(k, "jsonrpc"):
+			version = t.is(k+1, "2.0")
+		case t.is(k, "method"):
 			method = false
 			for _, a := range a2aMethods {
-				method = method || isString(body, m.val, a)
+				method = method || t.is(k+1, a)
 			}
-		case m.is("params"):
-			if seen++; seen > 1 {
-				dup = "/params"
-			}
-			params = m.val
 		}
 	}
 	if !version || !method {
 		return located{}
 	}
-	path := [...]string{"message", "metadata", MetadataKey}
-	ptrs := [...]string{"/params/message", "/params/message/metadata", A2APointer}
-	at := params
-	for step, name := range path {
-		if !at.ok() || body[at.s] != '{' {
+	ptrs := [...]string{"/params", "/params/message", "/params/message/metadata", A2APointer}
+	var dup string
+	at := 0
+	for step, name := range a2aPath {
+		if !t.isObject(at) {
 			return located{}
 		}
-		var next span
-		seen := 0
-		for it := objectAt(body, at.s); ; {
-			m, ok := it.next()
-			if !ok {
-				break
-			}
-			if m.is(name) {
+		next, seen := -1, 0
+		for k, end := t.first(at); k < end; k = t.after(k + 1) {
+			if t.is(k, name) {
 				if seen++; seen > 1 && dup == "" {
 					dup = ptrs[step]
 				}
-				next = m.val
+				next = k + 1
 			}
 		}
-		at = next
-	}
-	if !at.ok() {
-		return located{}
+		if at = next; at < 0 {
+			return located{}
+		}
 	}
 	return located{where: A2A, env: at, dup: dup}
 }

@@ -50,9 +50,10 @@ func TestLocate(t *testing.T) {
 }
 
 // Bodies without an envelope are never parsed: Locate decides on the content
-// type, the first byte and a search for the metadata key, allocating nothing
-// (BenchmarkLocateOpaque shows the time). Not parallel: AllocsPerRun
-// forbids it.
+// type, the first byte and a search for the metadata key. A parse would
+// allocate its tape, so no allocation shows that none happened
+// (BenchmarkLocateOpaque shows the time). Not parallel: AllocsPerRun forbids
+// it.
 func TestLocateLeavesOpaqueBodiesAlone(t *testing.T) {
 	const mib = 1 << 20
 	tests := []struct {
@@ -82,8 +83,12 @@ func TestLocateFindsTheEnvelopeBytes(t *testing.T) {
 	t.Parallel()
 	env := Example()
 	body := a2aRequest("SendMessage", env)
-	loc := locate("application/json", body)
-	if loc.where != A2A || !bytes.Equal(body[loc.env.s:loc.env.e], bytes.TrimSpace(env)) {
-		t.Fatalf("located %v %.80q", loc.where, body[loc.env.s:loc.env.e])
+	var tp tape
+	loc := locate("application/json", body, &tp)
+	if loc.where != A2A {
+		t.Fatalf("located %v", loc.where)
+	}
+	if got := tp.span(loc.env); !bytes.Equal(body[got.s:got.e], bytes.TrimSpace(env)) {
+		t.Fatalf("located %.80q", body[got.s:got.e])
 	}
 }

@@ -108,10 +108,9 @@ func escapeToken(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 }
 
-// resolve reports whether the JSON pointer ptr names a value inside the valid
-// JSON value b[root.s:root.e]. An ill-formed pointer names nothing.
-func resolve(b []byte, root span, ptr string) bool {
-	at := root
+// resolve reports whether the JSON pointer ptr names a value inside value
+// at of t. An ill-formed pointer names nothing.
+func resolve(t *tape, at int, ptr string) bool {
 	for ptr != "" {
 		if ptr[0] != '/' {
 			return false
@@ -126,35 +125,28 @@ func resolve(b []byte, root span, ptr string) bool {
 		if strings.IndexByte(tok, '~') >= 0 {
 			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		}
-		var next span
-		switch b[at.s] {
+		switch t.kind(at) {
 		case '{':
-			for it := objectAt(b, at.s); ; {
-				m, ok := it.next()
-				if !ok {
-					break
-				}
-				if m.is(tok) {
-					next = m.val
-				}
-			}
+			at = t.member(at, tok)
 		case '[':
 			idx, err := strconv.Atoi(tok)
-			if err != nil || idx < 0 || (len(tok) > 1 && tok[0] == '0') || tok[0] == '+' {
+			if err != nil || idx < 0 || tok[0] == '+' || (len(tok) > 1 && tok[0] == '0') {
 				return false
 			}
-			for it := arrayAt(b, at.s); idx >= 0; idx-- {
-				e, ok := it.next()
-				if !ok {
-					return false
-				}
-				next = e
+			k, end := t.first(at)
+			for ; k < end && idx > 0; idx-- {
+				k = t.after(k)
 			}
-		}
-		if !next.ok() {
+			at = -1
+			if k < end {
+				at = k
+			}
+		default:
 			return false
 		}
-		at = next
+		if at < 0 {
+			return false
+		}
 	}
 	return true
 }

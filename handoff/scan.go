@@ -1,26 +1,25 @@
 package handoff
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"unicode/utf8"
 )
 
-// This file is a small, strict JSON scanner over raw bytes. Baton needs the
-// byte offsets of a few members (to find the envelope inside an A2A request
-// and to splice provenance without re-encoding anything else), and walking
-// the bytes directly keeps a check of a valid envelope nearly free of
-// allocations. It accepts only what encoding/json accepts, so a document it
-// calls valid is one every standard decoder reads the same way.
+// This file is a small, strict JSON parser that records where each value is
+// rather than decoding it (a tape of offsets). Baton needs the byte offsets of
+// a few members (to find the envelope inside an A2A request, and to splice
+// provenance without re-encoding anything else), and walking the tape instead
+// of a decoded tree keeps a check of a valid envelope to a dozen allocations.
+// It accepts exactly what encoding/json accepts (FuzzFastPath compares them),
+// so a document it reads is one every standard decoder reads the same way.
 
 // maxDepth bounds nesting, as encoding/json does.
 const maxDepth = 10000
 
-// span is the byte range [s, e) of one JSON value; e == 0 means absent.
+// span is the byte range [s, e) of one JSON value.
 type span struct{ s, e int }
-
-func (v span) ok() bool { return v.e > v.s }
 
 func skipWS(b []byte, i int) int {
 	for i < len(b) {
@@ -32,68 +31,6 @@ func skipWS(b []byte, i int) int {
 		}
 	}
 	return i
-}
-
-// skipValue returns the end of the JSON value that starts at b[i], or -1 when
-// the bytes there are not one valid JSON value.
-func skipValue(b []byte, i int) int { return skipValueDepth(b, i, 0) }
-
-func skipValueDepth(b []byte, i, depth int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch c := b[i]; c {
-	case '"':
-		end, _ := scanString(b, i)
-		return end
-	case '{', '[':
-		if depth >= maxDepth {
-			return -1
-		}
-		closer := byte('}')
-		if c == '[' {
-			closer = ']'
-		}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == closer {
-			return i + 1
-		}
-		for {
-			if c == '{' {
-				if i >= len(b) || b[i] != '"' {
-					return -1
-				}
-				if i, _ = scanString(b, i); i < 0 {
-					return -1
-				}
-				if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
-					return -1
-				}
-				i = skipWS(b, i+1)
-			}
-			if i = skipValueDepth(b, i, depth+1); i < 0 {
-				return -1
-			}
-			if i = skipWS(b, i); i >= len(b) {
-				return -1
-			}
-			if b[i] == closer {
-				return i + 1
-			}
-			if b[i] != ',' {
-				return -1
-			}
-			i = skipWS(b, i+1)
-		}
-	case 't':
-		return literal(b, i, "true")
-	case 'f':
-		return literal(b, i, "false")
-	case 'n':
-		return literal(b, i, "null")
-	default:
-		return scanNumber(b, i)
-	}
 }
 
 func literal(b []byte, i int, lit string) int {
@@ -164,65 +101,6 @@ const ones = 0x0101010101010101
 func hasZero(x uint64) uint64    { return (x - ones) & ^x & (ones * 0x80) }
 func hasLess(x, n uint64) uint64 { return (x - ones*n) & ^x & (ones * 0x80) }
 
-// skipValid returns the end of the value at b[i], which must be known to be
-// valid JSON (see document): it only matches brackets and skips strings.
-func skipValid(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipValidString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				if i = skipValidString(b, i); i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	for i < len(b) {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
-}
-
-// skipValidString returns the offset after the string that starts at b[i].
-func skipValidString(b []byte, i int) int {
-	for j := i + 1; j < len(b); {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		j += k
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-	return -1
-}
-
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
@@ -265,104 +143,215 @@ func scanNumber(b []byte, i int) int {
 	return i
 }
 
-// document returns the span of the single JSON value that b holds (with
-// optional surrounding whitespace), or false when b is not one valid JSON
-// value.
-func document(b []byte) (span, bool) {
-	s := skipWS(b, 0)
-	e := skipValue(b, s)
-	if e < 0 || skipWS(b, e) != len(b) {
-		return span{}, false
-	}
-	return span{s, e}, true
+// node is one JSON value of a parsed document, or one member name.
+type node struct {
+	s, e  int32 // the bytes [s, e), quotes included for strings and names
+	next  int32 // index of the node after this value and everything inside it
+	flags uint8 // of a string or name: strEscaped, strNonASCII
 }
 
-// members iterates over the members of the JSON object that starts at b[i].
-// The object must already be known to be valid JSON (see document).
-type members struct {
+// tape is a document parsed once into its values in document order: an
+// object's node is followed by its members, each a name node and the value's
+// nodes; an array's by its elements. Every walk over the document then skips
+// a value by following next, without reading its bytes again.
+type tape struct {
 	b []byte
-	i int
+	n []node
 }
 
-func objectAt(b []byte, i int) members { return members{b: b, i: i + 1} }
+// parse parses b, which must hold exactly one JSON value (and whitespace), as
+// strictly as encoding/json. The root is node 0.
+func (t *tape) parse(b []byte) bool { return t.parsePath(b, nil) }
 
-// member is one member of an object: key is the raw key between its quotes.
-type member struct {
-	key     []byte
-	keySpan span // including the quotes
-	escaped bool // the key holds escapes: compare it with keyString
-	val     span
+// parsePath parses b like parse but records only the values along path (a
+// member name per level) and their siblings, not what those siblings hold;
+// the value at the end of path is recorded whole. The rest is checked and
+// skipped, so a large body costs nodes only for the part Baton reads.
+func (t *tape) parsePath(b []byte, path []string) bool {
+	t.b, t.n = b, t.n[:0]
+	if len(b) > math.MaxInt32 {
+		return false
+	}
+	m := deep
+	if len(path) > 0 {
+		m = onPath
+	}
+	end := t.value(skipWS(b, 0), 0, m, path)
+	return end >= 0 && skipWS(b, end) == len(b)
 }
 
-// next returns the next member, or false at the end of the object.
-func (m *members) next() (member, bool) {
-	i := skipWS(m.b, m.i)
-	if i < len(m.b) && m.b[i] == ',' {
-		i = skipWS(m.b, i+1)
+// recording says which nodes value appends for what it parses.
+type recording uint8
+
+const (
+	skip    recording = iota // none
+	shallow                  // the value's node, not its contents
+	deep                     // the value's node and all its contents
+	onPath                   // the node and its members shallowly, but the member named path[0] onPath with path[1:] (deep at the end)
+)
+
+// value parses the value at b[i] and returns the offset after it, or -1.
+func (t *tape) value(i, depth int, m recording, path []string) int {
+	b := t.b
+	if i >= len(b) {
+		return -1
 	}
-	if i >= len(m.b) || m.b[i] != '"' {
-		return member{}, false
+	idx := len(t.n)
+	if m != skip {
+		t.n = append(t.n, node{s: int32(i)})
 	}
-	ke := skipValidString(m.b, i)
-	if ke < 0 {
-		return member{}, false
+	flags := 0
+	switch c := b[i]; c {
+	case '"':
+		i, flags = scanString(b, i)
+	case '{', '[':
+		if depth >= maxDepth {
+			return -1
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == closer {
+			i++
+			break
+		}
+		for {
+			child := skip
+			if m == deep {
+				child = deep
+			}
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return -1
+				}
+				end, kflags := scanString(b, i)
+				if end < 0 {
+					return -1
+				}
+				if m == deep || m == onPath {
+					t.n = append(t.n, node{s: int32(i), e: int32(end), next: int32(len(t.n) + 1), flags: uint8(kflags)})
+				}
+				if m == onPath {
+					child = shallow
+					if name := b[i+1 : end-1]; kflags&strEscaped == 0 && string(name) == path[0] || kflags&strEscaped != 0 && unquoted(name, path[0]) {
+						child = onPath
+						if len(path) == 1 {
+							child = deep
+						}
+					}
+				}
+				if i = skipWS(b, end); i >= len(b) || b[i] != ':' {
+					return -1
+				}
+				i = skipWS(b, i+1)
+			}
+			if i = t.value(i, depth+1, child, path[min(1, len(path)):]); i < 0 {
+				return -1
+			}
+			if i = skipWS(b, i); i >= len(b) {
+				return -1
+			}
+			if b[i] == closer {
+				i++
+				break
+			}
+			if b[i] != ',' {
+				return -1
+			}
+			i = skipWS(b, i+1)
+		}
+	case 't':
+		i = literal(b, i, "true")
+	case 'f':
+		i = literal(b, i, "false")
+	case 'n':
+		i = literal(b, i, "null")
+	default:
+		i = scanNumber(b, i)
 	}
-	escaped := bytes.IndexByte(m.b[i:ke], '\\') >= 0
-	vs := skipWS(m.b, skipWS(m.b, ke)+1) // past the colon
-	ve := skipValid(m.b, vs)
-	if ve < 0 {
-		return member{}, false
+	if i < 0 {
+		return -1
 	}
-	m.i = ve
-	return member{
-		key:     m.b[i+1 : ke-1],
-		keySpan: span{i, ke},
-		escaped: escaped,
-		val:     span{vs, ve},
-	}, true
+	if m != skip {
+		t.n[idx].e, t.n[idx].next, t.n[idx].flags = int32(i), int32(len(t.n)), uint8(flags)
+	}
+	return i
 }
 
-// is reports whether the member's key is name.
-func (mb member) is(name string) bool {
-	if !mb.escaped {
-		return string(mb.key) == name
-	}
-	k, ok := unquote(mb.key)
-	return ok && k == name
+func unquoted(raw []byte, want string) bool {
+	s, ok := unquote(raw)
+	return ok && s == want
 }
 
-// name returns the decoded key.
-func (mb member) name() string {
-	if !mb.escaped {
-		return string(mb.key)
-	}
-	k, _ := unquote(mb.key)
-	return k
+func (t *tape) span(i int) span { return span{int(t.n[i].s), int(t.n[i].e)} }
+
+// kind is the first byte of value i: '{', '[', '"', 't', 'f', 'n' or a
+// number's first byte.
+func (t *tape) kind(i int) byte { return t.b[t.n[i].s] }
+
+func (t *tape) isObject(i int) bool { return i >= 0 && t.kind(i) == '{' }
+func (t *tape) isArray(i int) bool  { return i >= 0 && t.kind(i) == '[' }
+
+// first returns the first member name of object i, or the first element of
+// array i; end is where its children end. The next name after name k is
+// t.after(k+1); the next element after element k is t.after(k).
+func (t *tape) first(i int) (child, end int) { return i + 1, int(t.n[i].next) }
+
+func (t *tape) after(i int) int { return int(t.n[i].next) }
+
+// raw returns the bytes of a string or name between its quotes.
+func (t *tape) raw(i int) []byte { return t.b[t.n[i].s+1 : t.n[i].e-1] }
+
+// exact reports whether string i reads as its raw bytes: no escapes and valid
+// UTF-8 (encoding/json replaces invalid bytes).
+func (t *tape) exact(i int) bool {
+	f := t.n[i].flags
+	return f&strEscaped == 0 && (f&strNonASCII == 0 || utf8.Valid(t.raw(i)))
 }
 
-// elements iterates over the values of the JSON array that starts at b[i],
-// which must already be known to be valid JSON.
-type elements struct {
-	b []byte
-	i int
+// is reports whether string or name i is want.
+func (t *tape) is(i int, want string) bool {
+	if i < 0 || t.kind(i) != '"' {
+		return false
+	}
+	if raw := t.raw(i); t.exact(i) {
+		return string(raw) == want
+	}
+	s, ok := unquote(t.raw(i))
+	return ok && s == want
 }
 
-func arrayAt(b []byte, i int) elements { return elements{b: b, i: i + 1} }
+// str decodes string i; ok is false when i is not a string.
+func (t *tape) str(i int) (string, bool) {
+	if i < 0 || t.kind(i) != '"' {
+		return "", false
+	}
+	if t.exact(i) {
+		return string(t.raw(i)), true
+	}
+	return unquote(t.raw(i))
+}
 
-func (a *elements) next() (span, bool) {
-	i := skipWS(a.b, a.i)
-	if i < len(a.b) && a.b[i] == ',' {
-		i = skipWS(a.b, i+1)
+// member returns the value of the last member of object i named name, or -1.
+func (t *tape) member(i int, name string) int {
+	v := -1
+	for k, end := t.first(i); k < end; k = t.after(k + 1) {
+		if t.is(k, name) {
+			v = k + 1
+		}
 	}
-	if i >= len(a.b) || a.b[i] == ']' {
-		return span{}, false
+	return v
+}
+
+// count returns the number of elements of array i.
+func (t *tape) count(i int) int {
+	n := 0
+	for k, end := t.first(i); k < end; k = t.after(k) {
+		n++
 	}
-	e := skipValid(a.b, i)
-	if e < 0 {
-		return span{}, false
-	}
-	a.i = e
-	return span{i, e}, true
+	return n
 }
 
 // unquote decodes the contents of a JSON string (without its quotes) exactly
@@ -375,33 +364,6 @@ func unquote(raw []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// stringValue decodes the JSON string at v; ok is false when v is not a
-// string.
-func stringValue(b []byte, v span) (string, bool) {
-	if !v.ok() || b[v.s] != '"' {
-		return "", false
-	}
-	raw := b[v.s+1 : v.e-1]
-	_, flags := scanString(b, v.s)
-	if flags&strEscaped == 0 && (flags&strNonASCII == 0 || utf8.Valid(raw)) {
-		return string(raw), true
-	}
-	return unquote(raw)
-}
-
-// isString reports whether the value at v is the JSON string want.
-func isString(b []byte, v span, want string) bool {
-	if !v.ok() || b[v.s] != '"' {
-		return false
-	}
-	raw := b[v.s+1 : v.e-1]
-	if len(raw) == len(want) && string(raw) == want {
-		return true
-	}
-	s, ok := stringValue(b, v)
-	return ok && s == want
 }
 
 // appendString appends s as a JSON string.

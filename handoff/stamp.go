@@ -71,8 +71,8 @@ func (r *Result) Stamp(body []byte, s Stamp) ([]byte, error) {
 		return nil, errors.New("handoff: stamping: body is not the one that was checked")
 	}
 	env := body[r.env.s:r.env.e]
-	root, ok := document(env)
-	if !ok || env[root.s] != '{' {
+	var t tape
+	if !t.parse(env) || !t.isObject(0) {
 		return nil, errors.New("handoff: stamping: the envelope is not a JSON object")
 	}
 	vals := [...]struct {
@@ -84,7 +84,6 @@ func (r *Result) Stamp(body []byte, s Stamp) ([]byte, error) {
 		{"hop", strconv.AppendInt(nil, int64(s.Hop), 10)},
 		{"stamped_at", appendString(nil, s.At.UTC().Format(StampedAtLayout))},
 	}
-
 	obj := []byte{'{'}
 	for i, v := range vals {
 		if i > 0 {
@@ -96,58 +95,50 @@ func (r *Result) Stamp(body []byte, s Stamp) ([]byte, error) {
 	obj = append(obj, '}')
 
 	var edits []edit
-	var last member
-	stamped, members := false, 0
-	for it := objectAt(env, root.s); ; members++ {
-		m, ok := it.next()
-		if !ok {
-			break
-		}
-		last = m
-		if !m.is("provenance") {
+	stamped, last := false, -1
+	for k, end := t.first(0); k < end; k = t.after(k + 1) {
+		last = k
+		if !t.is(k, "provenance") {
 			continue
 		}
 		stamped = true
-		if env[m.val.s] != '{' {
-			edits = append(edits, edit{m.val.s, m.val.e, obj}) // not an object: replace it
+		p := t.span(k + 1)
+		if !t.isObject(k + 1) {
+			edits = append(edits, edit{p.s, p.e, obj}) // not an object: replace it
 			continue
 		}
 		present := [len(vals)]bool{}
-		var lastInner member
-		inner := 0
-		for it := objectAt(env, m.val.s); ; inner++ {
-			pm, ok := it.next()
-			if !ok {
-				break
-			}
-			lastInner = pm
+		lastInner := -1
+		for pk, pend := t.first(k + 1); pk < pend; pk = t.after(pk + 1) {
+			lastInner = pk
 			for i, v := range vals {
-				if pm.is(v.name) {
+				if t.is(pk, v.name) {
 					present[i] = true
-					edits = append(edits, edit{pm.val.s, pm.val.e, v.val})
+					vs := t.span(pk + 1)
+					edits = append(edits, edit{vs.s, vs.e, v.val})
 				}
 			}
 		}
 		var add []byte
 		for i, v := range vals {
 			if !present[i] {
-				add = appendMember(add, env, lastInner, inner > 0, v.name, v.val)
+				add = appendMember(add, &t, lastInner, v.name, v.val)
 			}
 		}
 		if add != nil {
-			at := m.val.s + 1
-			if inner > 0 {
-				at = lastInner.val.e
+			at := p.s + 1
+			if lastInner >= 0 {
+				at = t.span(lastInner + 1).e
 			}
 			edits = append(edits, edit{at, at, add})
 		}
 	}
-	switch {
-	case stamped:
-	case members > 0:
-		edits = append(edits, edit{last.val.e, last.val.e, appendMember(nil, env, last, true, "provenance", obj)})
-	default:
-		edits = append(edits, edit{root.s + 1, root.s + 1, appendMember(nil, env, member{}, false, "provenance", obj)})
+	if !stamped {
+		at := t.span(0).s + 1
+		if last >= 0 {
+			at = t.span(last + 1).e
+		}
+		edits = append(edits, edit{at, at, appendMember(nil, &t, last, "provenance", obj)})
 	}
 
 	slices.SortFunc(edits, func(a, b edit) int { return a.s - b.s })
@@ -163,20 +154,21 @@ func (r *Result) Stamp(body []byte, s Stamp) ([]byte, error) {
 	return append(out, body[r.env.e:]...), nil
 }
 
-// appendMember appends `,"name":val` to dst, laid out like prev (the member
-// it follows: the same whitespace before the key and around the colon), or
-// `"name":val` when the object is empty.
-func appendMember(dst, b []byte, prev member, after bool, name string, val []byte) []byte {
+// appendMember appends `,"name":val` to dst, laid out like the member whose
+// name is node prev (the same whitespace before the name and around the
+// colon), or `"name":val` when prev is -1 (an empty object).
+func appendMember(dst []byte, t *tape, prev int, name string, val []byte) []byte {
 	colon := []byte{':'}
 	var lead []byte
-	if after {
+	if prev >= 0 {
 		dst = append(dst, ',')
-		j := prev.keySpan.s
-		for j > 0 && (b[j-1] == ' ' || b[j-1] == '\t' || b[j-1] == '\n' || b[j-1] == '\r') {
+		key := t.span(prev)
+		j := key.s
+		for j > 0 && (t.b[j-1] == ' ' || t.b[j-1] == '\t' || t.b[j-1] == '\n' || t.b[j-1] == '\r') {
 			j--
 		}
-		lead = b[j:prev.keySpan.s]
-		colon = b[prev.keySpan.e:prev.val.s]
+		lead = t.b[j:key.s]
+		colon = t.b[key.e:t.span(prev+1).s]
 	} else if len(dst) > 0 {
 		dst = append(dst, ',')
 	}

@@ -14,14 +14,14 @@ var testStamp = Stamp{Agent: "analyst", TraceID: "0af7651916cd43dd8448eb211c8031
 // the envelope at env within b.
 func provenanceSpans(b []byte, env span) []span {
 	var ps []span
-	root, _ := document(b[env.s:env.e])
-	for it := objectAt(b[env.s:env.e], root.s); ; {
-		m, ok := it.next()
-		if !ok {
-			break
-		}
-		if m.is("provenance") {
-			ps = append(ps, span{env.s + m.val.s, env.s + m.val.e})
+	var t tape
+	if !t.parse(b[env.s:env.e]) {
+		return nil
+	}
+	for k, end := t.first(0); k < end; k = t.after(k + 1) {
+		if t.is(k, "provenance") {
+			v := t.span(k + 1)
+			ps = append(ps, span{env.s + v.s, env.s + v.e})
 		}
 	}
 	return ps
@@ -45,9 +45,11 @@ func TestStamp(t *testing.T) {
 		name        string
 		contentType string
 		body        []byte
-		// want is the whole stamped body when set; otherwise the test checks
-		// that nothing outside provenance changed.
+		// want is the whole stamped body when set; in every case the test
+		// checks that nothing outside provenance changed.
 		want string
+		// claim: Check reports an identity violation before stamping.
+		claim bool
 	}{
 		{name: "the example", contentType: MediaType, body: Example()},
 		{name: "a newer minor with unknown members", contentType: MediaType, body: newerMinor(t)},
@@ -64,12 +66,14 @@ func TestStamp(t *testing.T) {
 			contentType: MediaType,
 			body:        []byte(`{"schema_version":"1.0.0","task":{"id":"t","intent":"i"},"provenance":{"agent":"root","hop":0,"model":"m","trace_id":"x","stamped_at":"then"}}`),
 			want:        `{"schema_version":"1.0.0","task":{"id":"t","intent":"i"},"provenance":{"agent":"analyst","hop":3,"model":"m","trace_id":"0af7651916cd43dd8448eb211c80319c","stamped_at":"2025-11-06T09:00:00.123Z"}}`,
+			claim:       true,
 		},
 		{
 			name:        "every copy of a repeated provenance and agent is stamped",
 			contentType: MediaType,
 			body:        []byte(`{"schema_version":"1.0.0","task":{"id":"t","intent":"i"},"provenance":{"agent":"root"},"provenance":{"agent":"x","agent":"y"}}`),
 			want:        `{"schema_version":"1.0.0","task":{"id":"t","intent":"i"},"provenance":{"agent":"analyst","trace_id":"0af7651916cd43dd8448eb211c80319c","hop":3,"stamped_at":"2025-11-06T09:00:00.123Z"},"provenance":{"agent":"analyst","agent":"analyst","trace_id":"0af7651916cd43dd8448eb211c80319c","hop":3,"stamped_at":"2025-11-06T09:00:00.123Z"}}`,
+			claim:       true,
 		},
 		{
 			name:        "empty provenance",
@@ -109,6 +113,13 @@ func TestStamp(t *testing.T) {
 			r, err := c.Check(tt.contentType, in, Policy{}, "analyst")
 			if err != nil {
 				t.Fatal(err)
+			}
+			claimed := false
+			for _, v := range r.Violations {
+				claimed = claimed || v.Kind == KindIdentity
+			}
+			if claimed != tt.claim {
+				t.Fatalf("identity violation reported: %v, want %v (%+v)", claimed, tt.claim, r.Violations)
 			}
 			out, err := r.Stamp(in, testStamp)
 			if err != nil {

@@ -65,6 +65,11 @@ Usage:
   baton dlq ls [--edge FROM→TO] [--offset N] [--limit N] [--admin HOST:PORT]
   baton dlq show|replay|drop ID [--admin HOST:PORT]
                                  list, inspect, replay or drop dead letters
+  baton envelope validate [flags] FILE...
+                                 check handoff envelopes (bare, or inside an A2A
+                                 request): ok with completeness, or every violation
+                                 with its JSON pointer; exit 1 if any file has one
+  baton envelope example         print a complete, valid envelope
 `+keygenUsage+`  baton version                  print the version
   baton help                     this text
 
@@ -91,7 +96,7 @@ Tracing
   OTEL_RESOURCE_ATTRIBUTES and OTEL_TRACES_SAMPLER are honoured.
 
 Documentation: README.md and docs/ (config.md, idempotency.md, records.md,
-resilience.md, problems.md).
+resilience.md, envelope.md, problems.md).
 `
 
 // run executes one baton command.
@@ -105,6 +110,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return serve(ctx, rest, stderr, env)
 	case "validate":
 		return validate(rest, stdout, env)
+	case "envelope":
+		return envelopeCmd(rest, stdout, stderr)
 	case "keygen":
 		return keygenCmd(rest, stdout, stderr)
 	case "trace":
