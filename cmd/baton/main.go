@@ -70,7 +70,7 @@ Usage:
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
   baton envelope example         print a complete, valid envelope
-`+keygenUsage+`  baton version                  print the version
+` + keygenUsage + `  baton version                  print the version
   baton help                     this text
 
 serve
