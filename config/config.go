@@ -39,6 +39,7 @@ type Config struct {
 	Retry    Retry           `yaml:"retry"`
 	Breaker  Breaker         `yaml:"breaker"`
 	Records  Records         `yaml:"records"`
+	Contract Contract        `yaml:"contract"`
 	Limits   Limits          `yaml:"limits"`
 	Timeouts Timeouts        `yaml:"timeouts"`
 
@@ -120,6 +121,8 @@ type Edge struct {
 	// AutoReplay replays the edge's dead letters when its breaker closes
 	// again.
 	AutoReplay bool `yaml:"auto_replay"`
+	// Contract overrides the top-level contract block for this edge.
+	Contract *Contract `yaml:"contract"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is

@@ -114,6 +114,7 @@ func (c *Config) Validate() error {
 	validateRetry(bad, "retry", &c.Retry)
 	validateBreaker(bad, "breaker", &c.Breaker)
 	c.validateRecords(bad)
+	validateContract(bad, "contract", &c.Contract)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")
@@ -283,6 +284,7 @@ func (c *Config) validateEdges(bad badFunc) {
 			bad(path, nil, "retry, breaker and auto_replay apply to outbound edges (to) only: the sender's Baton retries")
 		}
 		validateRetry(bad, path+".retry", e.Retry)
+		validateContract(bad, path+".contract", e.Contract)
 		validateBreaker(bad, path+".breaker", e.Breaker)
 	}
 }

@@ -126,18 +126,21 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.Key = key
-	body, err := readBody(r)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			BodyTooLarge(w, r, tooBig.Limit)
+	body := in.Body
+	if !in.Buffered {
+		var err error
+		if body, err = readBody(r); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				BodyTooLarge(w, r, tooBig.Limit)
+				return
+			}
+			in.Err = err
+			problem.Write(w, r, problem.BadRequest, "reading the request body failed")
 			return
 		}
-		in.Err = err
-		problem.Write(w, r, problem.BadRequest, "reading the request body failed")
-		return
+		in.Body, in.Buffered = body, true
 	}
-	in.Body, in.Buffered = body, true
 	sniffRPC(in, r, body)
 	fp := fingerprint(r, body)
 	skey := dedupeKey(in.From, in.To, key)

@@ -2,6 +2,8 @@ package middleware
 
 import (
 	"context"
+
+	"github.com/batonproxy/baton/handoff"
 	"net/http"
 	"net/url"
 	"time"
@@ -62,6 +64,8 @@ type Info struct {
 	KeyDerived bool
 	// TraceID is the hex trace id of Baton's span.
 	TraceID string
+	// Contract is the envelope check, when the body carries an envelope.
+	Contract *handoff.Result
 	// Dedupe is what the ingress dedupe window did with the request.
 	Dedupe DedupeOutcome
 	// RPC is set when the request is JSON-RPC (A2A).

@@ -56,6 +56,7 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 			if in.Buffered {
 				rec.RequestDigest = ContentDigest(in.Body)
 			}
+			rec.Envelope = EnvelopeSummary(in)
 			switch {
 			case in.Dedupe == DedupeReplayed:
 				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window"
@@ -73,6 +74,20 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 			}
 			book.WriteLater(rec)
 		})
+	}
+}
+
+// EnvelopeSummary is what a record keeps of the request's envelope check,
+// or nil when there was none.
+func EnvelopeSummary(in *Info) *record.EnvelopeSummary {
+	if in.Contract == nil {
+		return nil
+	}
+	s := in.Contract.Summary
+	return &record.EnvelopeSummary{
+		Digest: s.Digest, Version: s.SchemaVersion, TaskID: s.TaskID, Intent: s.Intent,
+		Completeness: s.Completeness, OpenQuestions: s.OpenQuestions, Unverified: s.Unverified,
+		Violations: len(in.Contract.Violations),
 	}
 }
 

@@ -36,6 +36,7 @@ const (
 	UpstreamUnavailable Class = "upstream-unavailable"
 	UpstreamTimeout     Class = "upstream-timeout"
 	CircuitOpen         Class = "circuit-open"
+	ContractViolation   Class = "contract-violation"
 	NotDeadLetter       Class = "not-a-dead-letter"
 	NotReplayable       Class = "not-replayable"
 	StoreUnavailable    Class = "store-unavailable"
@@ -69,6 +70,7 @@ var classes = map[Class]classInfo{
 	UpstreamUnavailable: {"Upstream refused or failed", http.StatusBadGateway, -32063},
 	UpstreamTimeout:     {"Upstream timed out", http.StatusGatewayTimeout, -32064},
 	CircuitOpen:         {"Circuit breaker open", http.StatusServiceUnavailable, -32066},
+	ContractViolation:   {"Handoff contract violated", http.StatusUnprocessableEntity, -32068},
 	NotDeadLetter:       {"Not a dead letter", http.StatusConflict, -32067},
 	NotReplayable:       {"Dead letter not replayable", http.StatusConflict, -32067},
 	StoreUnavailable:    {"State store unavailable", http.StatusServiceUnavailable, -32065},

@@ -120,6 +120,7 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 		rec.SpanID = sc.SpanID().String()
 	}
 	in.RecordID = rec.ID
+	rec.Envelope = middleware.EnvelopeSummary(in)
 	req.Header.Set(middleware.HeaderRecord, rec.ID)
 	cp := &record.Request{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), BodyBytes: req.ContentLength}
 	if in.Buffered && int64(len(in.Body)) <= e.checkpoint {
