@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/batonproxy/baton/handoff"
@@ -38,6 +39,7 @@ type ContractPolicy func(in *Info) handoff.Policy
 
 // Contract returns the envelope contract middleware.
 func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger) func(http.Handler) http.Handler {
+	stamps := newStampTimes(1 << 16)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -96,7 +98,8 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 			}
 			r.Header.Set(HeaderContract, res.Header())
 			if in.Side == Egress {
-				stamped, err := res.Stamp(in.Body, handoff.Stamp{Agent: in.Agent, TraceID: in.TraceID, Hop: in.Hop, At: time.Now()})
+				at := stamps.at(in.Edge()+"\x00"+in.Key, time.Now())
+				stamped, err := res.Stamp(in.Body, handoff.Stamp{Agent: in.Agent, TraceID: in.TraceID, Hop: in.Hop, At: at})
 				if err != nil {
 					in.Err = err
 					problem.Write(w, r, problem.Internal, "stamping the handoff envelope failed")
@@ -107,6 +110,38 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// stampTimes remembers when each handoff (edge and idempotency key) was
+// first stamped, so that the agent retrying it sends the same bytes again:
+// the receiver's dedupe window fingerprints the body, and a new stamp time
+// would make a retry look like a different request. Bounded, first in first
+// out.
+type stampTimes struct {
+	mu    sync.Mutex
+	m     map[string]time.Time
+	order []string
+	next  int
+}
+
+func newStampTimes(n int) *stampTimes {
+	return &stampTimes{m: make(map[string]time.Time), order: make([]string, n)}
+}
+
+// at returns the first stamp time of key, recording now when it is new.
+func (s *stampTimes) at(key string, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.m[key]; ok {
+		return t
+	}
+	if old := s.order[s.next]; old != "" {
+		delete(s.m, old)
+	}
+	s.order[s.next] = key
+	s.next = (s.next + 1) % len(s.order)
+	s.m[key] = now
+	return now
 }
 
 // mayCarryEnvelope tells the content types worth buffering to look for an

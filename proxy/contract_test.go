@@ -190,3 +190,18 @@ func TestContractOnA2A(t *testing.T) {
 		t.Errorf("A2A without an envelope changed: %q", got.body)
 	}
 }
+
+// TestContractRetryKeepsItsStamp: an agent retrying an envelope handoff in
+// the same trace sends the same bytes (the same stamp), so the receiver's
+// dedupe window answers instead of refusing a mismatch.
+func TestContractRetryKeepsItsStamp(t *testing.T) {
+	t.Parallel()
+	var got seen
+	p := contractPair(t, got.handler(200, "ok"), "", "")
+	hdr := http.Header{"Content-Type": {envelopeType}, "Traceparent": {tp}}
+	send(t, p.a.EgressAddr(), "summarizer", "POST", "/handoff", string(handoff.Example()), hdr)
+	retry := send(t, p.a.EgressAddr(), "summarizer", "POST", "/handoff", string(handoff.Example()), hdr)
+	if retry.StatusCode != 200 || retry.Header.Get("Idempotent-Replayed") != "true" || got.count() != 1 {
+		t.Errorf("retry: %d replayed=%q agent calls %d", retry.StatusCode, retry.Header.Get("Idempotent-Replayed"), got.count())
+	}
+}

@@ -20,6 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state"
@@ -101,7 +102,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer stopW()
 	fB, stopF, err := start("agent: flagger\nupstream: http://" + flagger.Addr + "\n" + loop +
 		"peers: {writer: {url: http://" + wB.IngressAddr() + "}}\n" +
-		"edges: [{from: analyst}, {to: writer, retry: {attempts: 2, backoff: 50ms}}]\n")
+		"edges: [{from: analyst, contract: {mode: enforce, min_completeness: 0.75}}, {to: writer, retry: {attempts: 2, backoff: 50ms}}]\n")
 	if err != nil {
 		return fmt.Errorf("demo: flagger's Baton: %w", err)
 	}
@@ -121,8 +122,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// 1. analyst compiles the dataset and hands it to flagger.
 	caller := "00-" + demoTrace + "-00f067aa0ba902b7-01"
-	dataset := `{"task":"flag Q3 anomalies","threshold":0.05,"rows":[["vendor-17",0.41],["vendor-03",0.02],["vendor-22",0.09]]}`
+	dataset := demoEnvelope("analyst", "q3-anomalies", "Flag Q3 vendor payments above the agreed threshold and summarise them",
+		[]string{"compiled 3 vendors' Q3 deviations from the ledger"},
+		`{"threshold":0.05,"rows":[["vendor-17",0.41],["vendor-03",0.02],["vendor-22",0.09]]}`)
 	p("1. analyst compiles Q3 with the agreed anomaly threshold 0.05 and hands it to flagger\n")
+	p("   in a handoff envelope (task, constraints, verified work, open questions, rejected paths)\n")
 	ag.analystRuns.Add(1)
 	resp, err := demoPost(ctx, aB.EgressAddr(), "flagger", "/flag", caller, dataset)
 	if err != nil {
@@ -138,7 +142,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	saw, dead := ag.flaggerSaw, ag.deadLetter
 	ag.mu.Unlock()
 	p("   what reached flagger, added by the Batons (analyst also sent a forged Baton-Agent: admin):\n")
-	for _, h := range []string{"Baton-Agent", "Baton-Hop", "Idempotency-Key", "Traceparent"} {
+	for _, h := range []string{"Baton-Agent", "Baton-Hop", "Idempotency-Key", "Traceparent", "Baton-Contract"} {
 		p("     %-16s %s\n", h+":", saw.Get(h))
 	}
 	p("   writer was down: flagger's Baton tried %d times, then dead-lettered the handoff as\n     %s\n\n",
@@ -152,6 +156,28 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	resp.Body.Close()
 	p("   answered from flagger's dedupe window: Idempotent-Replayed: %s\n\n", resp.Header.Get("Idempotent-Replayed"))
+
+	// 2b. An incomplete handoff is refused before flagger sees it.
+	p("   an incomplete handoff (no verification status, no open questions) is refused by flagger's Baton:\n")
+	resp, err = demoPost(ctx, aB.EgressAddr(), "flagger", "/flag", "00-"+demoTrace+"-2222222222222222-01",
+		`{"schema_version":"1.0.0","task":{"id":"q3-anomalies","intent":"flag Q3"},"completed":[{"id":"c1","summary":"compiled"}]}`)
+	if err != nil {
+		return err
+	}
+	var refusal struct {
+		Status     int    `json:"status"`
+		Detail     string `json:"detail"`
+		Violations []struct {
+			Pointer, Detail string
+		} `json:"violations"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&refusal)
+	resp.Body.Close()
+	p("     %d %s\n", resp.StatusCode, refusal.Detail)
+	for _, v := range refusal.Violations {
+		p("       - %s %s\n", v.Pointer, v.Detail)
+	}
+	p("\n")
 
 	// 3. writer is back: replay the dead letter.
 	ag.writerDown.Store(false)
@@ -221,6 +247,39 @@ func demoTraceSettled(v proxy.TraceView) bool {
 	return replayed && fromWindow
 }
 
+// demoEnvelope wraps a payload in a handoff envelope (docs/envelope.md).
+func demoEnvelope(agent, taskID, intent string, completed []string, payload string) string {
+	items := make([]string, len(completed))
+	for i, c := range completed {
+		items[i] = fmt.Sprintf(`{"id":"c%d","summary":%q,"verification":"verified","evidence":"recomputed from the source rows"}`, i+1, c)
+	}
+	return `{"schema_version":"1.0.0",` +
+		`"task":{"id":"` + taskID + `","intent":` + strconvQuote(intent) + `,"scope":"Q3 vendor payments only","expected_output":"flagged anomalies, then a summary"},` +
+		`"constraints":[{"text":"anomaly threshold 0.05, as agreed with finance","hard":true}],` +
+		`"completed":[` + strings.Join(items, ",") + `],` +
+		`"open_questions":[],"rejected_paths":[{"what":"quarter-over-quarter deltas","why":"Q2 data is incomplete"}],` +
+		`"confidence":0.9,"provenance":{"agent":"` + agent + `","model":"demo"},` +
+		`"artifacts":[{"name":"payload.json","media_type":"application/json","content":` + strconvQuote(payload) + `,"trust":"trusted","source":"` + agent + `"}]}`
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// envelopePayload returns the content of an envelope's first artifact.
+func envelopePayload(body []byte) []byte {
+	var e struct {
+		Artifacts []struct {
+			Content string `json:"content"`
+		} `json:"artifacts"`
+	}
+	if json.Unmarshal(body, &e) != nil || len(e.Artifacts) == 0 {
+		return body
+	}
+	return []byte(e.Artifacts[0].Content)
+}
+
 // flagger flags the rows above the threshold and hands them to writer
 // through its own Baton, forwarding the trace it received.
 func (d *demoAgents) flagger(w http.ResponseWriter, r *http.Request) {
@@ -233,7 +292,8 @@ func (d *demoAgents) flagger(w http.ResponseWriter, r *http.Request) {
 		Threshold float64 `json:"threshold"`
 		Rows      [][]any `json:"rows"`
 	}
-	_ = json.NewDecoder(r.Body).Decode(&in)
+	raw, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(envelopePayload(raw), &in)
 	var flags []string
 	for _, row := range in.Rows {
 		if len(row) == 2 {
@@ -246,7 +306,9 @@ func (d *demoAgents) flagger(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	body := `{"threshold":` + fmt.Sprint(in.Threshold) + `,"anomalies":[` + strings.Join(flags, ",") + `]}`
+	body := demoEnvelope("flagger", "q3-anomalies", "Flag Q3 vendor payments above the agreed threshold and summarise them",
+		[]string{fmt.Sprintf("flagged %d of %d vendors above %v", len(flags), len(in.Rows), in.Threshold)},
+		`{"threshold":`+fmt.Sprint(in.Threshold)+`,"anomalies":[`+strings.Join(flags, ",")+`]}`)
 	resp, err := demoPost(r.Context(), d.flaggerEgress, "writer", "/draft", r.Header.Get("Traceparent"), body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -340,6 +402,9 @@ func demoPost(ctx context.Context, egress, host, path, traceparent, body string)
 	}
 	req.Host = host
 	req.Header.Set("Content-Type", "application/json")
+	if strings.HasPrefix(body, `{"schema_version"`) {
+		req.Header.Set("Content-Type", handoff.MediaType)
+	}
 	req.Header.Set("Traceparent", traceparent)
 	req.Header.Set("Baton-Agent", "admin") // forged: the Baton replaces it
 	resp, err := http.DefaultTransport.RoundTrip(req)

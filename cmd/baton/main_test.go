@@ -116,7 +116,8 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"Baton-Agent:     analyst", "Baton-Hop:       1", "4bf92f3577b34da6a3ce929d0e0e4736",
 		"tried 3 times, then dead-lettered", "Idempotent-Replayed: true", "replay: delivered 200",
 		"(delivered with status 200 on replay)", "hash chain intact", "analyst ran 1 time(s), flagger ran 1 time(s)",
-		"draft ready", "403"} {
+		"Baton-Contract:  violations=0; completeness=1.00", "422 the handoff envelope breaks its contract",
+		"/open_questions", "draft ready", "403"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
