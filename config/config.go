@@ -40,8 +40,13 @@ type Config struct {
 	Breaker  Breaker         `yaml:"breaker"`
 	Records  Records         `yaml:"records"`
 	Contract Contract        `yaml:"contract"`
-	Limits   Limits          `yaml:"limits"`
-	Timeouts Timeouts        `yaml:"timeouts"`
+	Identity Identity        `yaml:"identity"`
+	Trust    Trust           `yaml:"trust"`
+	// AdminToken is the bearer token the admin API requires when the admin
+	// listener binds beyond loopback. Env: BATON_ADMIN_TOKEN.
+	AdminToken string   `yaml:"admin_token"`
+	Limits     Limits   `yaml:"limits"`
+	Timeouts   Timeouts `yaml:"timeouts"`
 
 	// UpstreamURL is Upstream parsed by Validate.
 	UpstreamURL *url.URL `yaml:"-"`
@@ -123,6 +128,15 @@ type Edge struct {
 	AutoReplay bool `yaml:"auto_replay"`
 	// Contract overrides the top-level contract block for this edge.
 	Contract *Contract `yaml:"contract"`
+	// RequireSignature requires a valid signature on handoffs from this
+	// peer (inbound), or signs every handoff to it (outbound); default true
+	// once trust.peers is configured.
+	RequireSignature *bool `yaml:"require_signature"`
+	// Posture is how the peer's content is taken: trusted, evaluate (the
+	// default) or untrusted.
+	Posture string `yaml:"posture"`
+	// Grant bounds what the receiver of this outbound edge may do.
+	Grant *Grant `yaml:"grant"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is
@@ -296,6 +310,7 @@ func (c *Config) ApplyEnv(env func(string) string) {
 	if r := c.Store.Redis; r != nil {
 		str(&r.Password, "BATON_REDIS_PASSWORD", "store.redis.password")
 	}
+	str(&c.AdminToken, "BATON_ADMIN_TOKEN", "admin_token")
 }
 
 func (c *Config) noteEnv(path, name string) {
@@ -323,6 +338,7 @@ func (c *Config) ApplyDefaults() {
 	def(&c.Listen.Admin, DefaultAdmin)
 	def(&c.LogLevel, DefaultLogLevel)
 	defD(&c.ShutdownGrace, DefaultShutdownGrace)
+	defD(&c.Trust.Skew, DefaultSkew)
 	defD(&c.Timeouts.ReadHeader, DefaultReadHeader)
 	defD(&c.Timeouts.Idle, DefaultIdle)
 	defD(&c.Timeouts.Dial, DefaultDial)

@@ -115,6 +115,7 @@ func (c *Config) Validate() error {
 	validateBreaker(bad, "breaker", &c.Breaker)
 	c.validateRecords(bad)
 	validateContract(bad, "contract", &c.Contract)
+	c.validateTrust(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")
