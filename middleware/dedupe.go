@@ -142,7 +142,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		in.Body, in.Buffered = body, true
 	}
 	sniffRPC(in, r, body)
-	fp := fingerprint(r, body)
+	fp := fingerprint(r, body, in.RPC)
 	skey := dedupeKey(in.From, in.To, key)
 	pending := encodePending(fp)
 
@@ -208,9 +208,13 @@ func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp 
 			h[kv[0]] = append(h[kv[0]], kv[1])
 		}
 		h.Set(HeaderReplayed, "true")
-		h.Set("Content-Length", strconv.Itoa(len(e.body)))
+		body := e.body
+		if in.RPC != nil {
+			body = withRPCID(body, h.Get("Content-Type"), in.RPC.ID)
+		}
+		h.Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(e.status)
-		_, _ = w.Write(e.body)
+		_, _ = w.Write(body)
 	}
 }
 
@@ -293,11 +297,19 @@ func dedupeKey(from, to, key string) string {
 // DedupeKey exposes the store key of (from, to, key), for tests and tools.
 func DedupeKey(from, to, key string) string { return dedupeKey(from, to, key) }
 
-// fingerprint digests what makes two requests the same request.
-func fingerprint(r *http.Request, body []byte) [32]byte {
+// fingerprint digests what makes two requests the same request: method,
+// target and body; for an A2A send, the JSON-RPC method and the message's id
+// and parts, since a client resending a message gives it a new JSON-RPC id
+// and the sender's Baton stamps the envelope in its metadata.
+func fingerprint(r *http.Request, body []byte, rpc *RPC) [32]byte {
 	h := sha256.New()
 	writeField(h, r.Method)
 	writeField(h, r.URL.RequestURI())
+	if rpc != nil && rpc.MessageID != "" {
+		writeField(h, rpc.Method)
+		writeField(h, rpc.MessageID)
+		body = rpc.Parts
+	}
 	b := sha256.Sum256(body)
 	h.Write(b[:])
 	var fp [32]byte

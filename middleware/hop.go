@@ -50,6 +50,7 @@ func Identity(book HopBook) func(http.Handler) http.Handler {
 			}
 			prev, parent := book.InboundHop(in.TraceID)
 			in.Hop, in.ParentRecord = prev+1, parent
+			in.Uncorrelated = prev == 0
 			if in.MaxHops > 0 && in.Hop > in.MaxHops {
 				problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" would be hop "+
 					strconv.Itoa(in.Hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).

@@ -39,7 +39,10 @@ var ErrBadKey = errors.New("idempotency key must be one RFC 8941 string of 1 to 
 // bufferMax bytes (Content-Length known) are buffered so that the request can
 // be checkpointed and retried; larger or chunked ones stream through, unless
 // a key must be derived from them.
-func IdempotencyKey(bufferMax int64) func(http.Handler) http.Handler {
+//
+// With bufferAll (this Baton signs its handoffs, and a signature covers the
+// body's digest) every handoff body is buffered, within the Limit cap.
+func IdempotencyKey(bufferMax int64, bufferAll bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -58,7 +61,7 @@ func IdempotencyKey(bufferMax int64) func(http.Handler) http.Handler {
 				r.Header[HeaderIdempotencyKey] = []string{QuoteKey(key)}
 			}
 			derive := !hasKey && !idempotentMethod(r.Method)
-			if derive || (r.ContentLength >= 0 && r.ContentLength <= bufferMax) {
+			if derive || bufferAll || (r.ContentLength >= 0 && r.ContentLength <= bufferMax) {
 				body, err := readBody(r)
 				if err != nil {
 					var tooBig *http.MaxBytesError

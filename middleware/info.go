@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/batonproxy/baton/handoff"
+	"github.com/batonproxy/baton/trust"
 	"net/http"
 	"net/url"
 	"time"
@@ -64,6 +65,23 @@ type Info struct {
 	KeyDerived bool
 	// TraceID is the hex trace id of Baton's span.
 	TraceID string
+	// TraceparentIn is traceparent as it arrived, before Trace rewrote it
+	// (the sender's signature covers it).
+	TraceparentIn string
+	// Signed reports a verified signature; SenderKeyID names its key.
+	Signed      bool
+	SenderKeyID string
+	// Posture is how the peer's content is taken: trusted, evaluate or
+	// untrusted.
+	Posture string
+	// GrantIn is the grant the sender gave (ingress), or the one this
+	// agent received in the trace (egress); GrantOut is the encoded grant
+	// sent on (egress).
+	GrantIn  *trust.Grant
+	GrantOut string
+	// Uncorrelated reports an outbound handoff Baton could not tie to an
+	// inbound one.
+	Uncorrelated bool
 	// Contract is the envelope check, when the body carries an envelope.
 	Contract *handoff.Result
 	// Dedupe is what the ingress dedupe window did with the request.

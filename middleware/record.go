@@ -57,6 +57,13 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 				rec.RequestDigest = ContentDigest(in.Body)
 			}
 			rec.Envelope = EnvelopeSummary(in)
+			rec.SenderKeyID = in.SenderKeyID
+			if in.GrantIn != nil {
+				rec.Grant = r.Header.Get(HeaderGrant)
+			}
+			if in.Posture != "" {
+				rec.Trust = []string{"posture=" + in.Posture}
+			}
 			switch {
 			case in.Dedupe == DedupeReplayed:
 				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window"

@@ -14,6 +14,10 @@ import (
 type RPC struct {
 	ID     json.RawMessage
 	Method string
+	// MessageID and Parts are those of an A2A send request's message: what
+	// identifies the handoff, whatever JSON-RPC id or metadata it carries.
+	MessageID string
+	Parts     json.RawMessage
 }
 
 // sniffRPC notes in in.RPC whether body is a JSON-RPC request. Bodies that
@@ -30,11 +34,52 @@ func sniffRPC(in *Info, r *http.Request, body []byte) {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Method  string          `json:"method"`
+		Params  struct {
+			Message struct {
+				MessageID string          `json:"messageId"`
+				Parts     json.RawMessage `json:"parts"`
+			} `json:"message"`
+		} `json:"params"`
 	}
 	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || req.Method == "" {
 		return
 	}
 	in.RPC = &RPC{ID: req.ID, Method: req.Method}
+	if a2aSend[req.Method] {
+		in.RPC.MessageID, in.RPC.Parts = req.Params.Message.MessageID, req.Params.Message.Parts
+	}
+}
+
+// withRPCID rewrites the JSON-RPC id of a stored response (a JSON object,
+// or a server-sent event stream of them) to id, so that a replay answers the
+// request at hand: a client that resends a message gives it a new id.
+func withRPCID(body []byte, contentType string, id json.RawMessage) []byte {
+	if len(id) == 0 {
+		return body
+	}
+	if strings.HasPrefix(contentType, "text/event-stream") {
+		lines := bytes.Split(body, []byte("\n"))
+		for i, l := range lines {
+			if data, ok := bytes.CutPrefix(l, []byte("data:")); ok {
+				lines[i] = append([]byte("data: "), rpcID(bytes.TrimSpace(data), id)...)
+			}
+		}
+		return bytes.Join(lines, []byte("\n"))
+	}
+	return rpcID(body, id)
+}
+
+func rpcID(msg []byte, id json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || m["jsonrpc"] == nil {
+		return msg
+	}
+	m["id"] = id
+	out, err := json.Marshal(m)
+	if err != nil {
+		return msg
+	}
+	return out
 }
 
 // refuse writes d as a problem document, or as a JSON-RPC error object when

@@ -55,6 +55,7 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 			if ts := r.Header[HeaderTracestate]; len(ts) > 1 {
 				r.Header[HeaderTracestate] = []string{strings.Join(ts, ",")}
 			}
+			in.TraceparentIn = r.Header.Get(HeaderTraceparent)
 			carrier := propagation.HeaderCarrier(r.Header)
 			ctx := prop.Extract(r.Context(), carrier)
 			// An invalid traceparent invalidates tracestate too, and a

@@ -37,6 +37,9 @@ const (
 	UpstreamTimeout     Class = "upstream-timeout"
 	CircuitOpen         Class = "circuit-open"
 	ContractViolation   Class = "contract-violation"
+	BadSignature        Class = "bad-signature"
+	PolicyDenied        Class = "policy-denied"
+	Unauthorized        Class = "unauthorized"
 	NotDeadLetter       Class = "not-a-dead-letter"
 	NotReplayable       Class = "not-replayable"
 	StoreUnavailable    Class = "store-unavailable"
@@ -71,6 +74,9 @@ var classes = map[Class]classInfo{
 	UpstreamTimeout:     {"Upstream timed out", http.StatusGatewayTimeout, -32064},
 	CircuitOpen:         {"Circuit breaker open", http.StatusServiceUnavailable, -32066},
 	ContractViolation:   {"Handoff contract violated", http.StatusUnprocessableEntity, -32068},
+	BadSignature:        {"Signature refused", http.StatusUnauthorized, -32069},
+	PolicyDenied:        {"Handoff not allowed on this edge", http.StatusForbidden, -32070},
+	Unauthorized:        {"Admin token required", http.StatusUnauthorized, -32071},
 	NotDeadLetter:       {"Not a dead letter", http.StatusConflict, -32067},
 	NotReplayable:       {"Dead letter not replayable", http.StatusConflict, -32067},
 	StoreUnavailable:    {"State store unavailable", http.StatusServiceUnavailable, -32065},

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -19,11 +20,32 @@ func (s *Server) adminRouter() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", s.readyz)
-	s.recordRoutes(r)
+	r.Group(func(r chi.Router) {
+		if s.cfg.AdminToken != "" {
+			r.Use(bearer(s.cfg.AdminToken))
+		}
+		s.recordRoutes(r)
+	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.NotFound, "no admin endpoint "+r.URL.Path)
 	})
 	return r
+}
+
+// bearer requires "Authorization: Bearer <token>" (compared in constant
+// time) on the admin API; health probes stay open.
+func bearer(token string) func(http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="baton-admin"`)
+				problem.Write(w, r, problem.Unauthorized, "the admin API needs Authorization: Bearer <admin_token>")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

@@ -72,7 +72,9 @@ func TestErrorsAreProblems(t *testing.T) {
 		{name: "malformed sender", addr: p.b.IngressAddr(), host: "x",
 			hdr: http.Header{"Baton-Agent": {"Not An Agent"}}, want: problem.BadRequest},
 		{name: "body too large at ingress", addr: p.b.IngressAddr(), host: "x", method: "POST", body: big,
-			chunk: true, want: problem.BodyTooLarge},
+			chunk: true, hdr: http.Header{"Baton-Agent": {"analyst"}}, want: problem.BodyTooLarge},
+		{name: "sender without an edge", addr: p.b.IngressAddr(), host: "x",
+			hdr: http.Header{"Baton-Agent": {"stranger"}}, want: problem.PolicyDenied},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,52 +3,89 @@ package proxy
 import (
 	"sync"
 	"time"
+
+	"github.com/batonproxy/baton/trust"
 )
 
-// hopBook remembers the hop of each trace's inbound handoff, in this process:
-// an agent's outbound handoffs leave through its own Baton, the one that
-// delivered the inbound handoff, so no store round trip is needed on the hot
-// path. It is bounded (first in, first out) and entries expire after ttl.
+// hopBook remembers, per trace, the hop and receipt of the inbound handoff
+// and the grant it carried, in this process: an agent's outbound handoffs
+// leave through its own Baton, the one that delivered the inbound handoff,
+// so no store round trip is needed on the hot path. Both maps are bounded
+// (first in, first out) and entries expire after ttl.
 type hopBook struct {
-	ttl time.Duration
-
-	mu    sync.Mutex
-	local map[string]hopEntry
-	order []string // ring of trace ids in insertion order
-	next  int
+	hops   *fifo[hopEntry]
+	grants *fifo[*trust.Grant]
 }
 
 type hopEntry struct {
-	hop     int
-	record  string
-	expires time.Time
+	hop    int
+	record string
 }
 
 const hopBookSize = 1 << 16
 
 func newHopBook(ttl time.Duration) *hopBook {
-	return &hopBook{ttl: ttl, local: make(map[string]hopEntry), order: make([]string, hopBookSize)}
+	return &hopBook{hops: newFIFO[hopEntry](hopBookSize, ttl), grants: newFIFO[*trust.Grant](hopBookSize, ttl)}
 }
 
 func (b *hopBook) InboundHop(traceID string) (int, string) {
-	b.mu.Lock()
-	e, ok := b.local[traceID]
-	b.mu.Unlock()
-	if ok && time.Now().Before(e.expires) {
-		return e.hop, e.record
-	}
-	return 0, ""
+	e, _ := b.hops.get(traceID)
+	return e.hop, e.record
 }
 
 func (b *hopBook) RememberInbound(traceID string, hop int, recordID string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.local[traceID]; !ok {
-		if old := b.order[b.next]; old != "" {
-			delete(b.local, old)
-		}
-		b.order[b.next] = traceID
-		b.next = (b.next + 1) % len(b.order)
+	b.hops.set(traceID, hopEntry{hop: hop, record: recordID})
+}
+
+func (b *hopBook) RememberGrant(traceID string, g *trust.Grant) {
+	if g != nil {
+		b.grants.set(traceID, g)
 	}
-	b.local[traceID] = hopEntry{hop: hop, record: recordID, expires: time.Now().Add(b.ttl)}
+}
+
+func (b *hopBook) InboundGrant(traceID string) *trust.Grant {
+	g, _ := b.grants.get(traceID)
+	return g
+}
+
+// fifo is a bounded map with expiry that forgets its oldest key when full.
+type fifo[V any] struct {
+	ttl   time.Duration
+	mu    sync.Mutex
+	m     map[string]fifoEntry[V]
+	order []string
+	next  int
+}
+
+type fifoEntry[V any] struct {
+	v       V
+	expires time.Time
+}
+
+func newFIFO[V any](size int, ttl time.Duration) *fifo[V] {
+	return &fifo[V]{ttl: ttl, m: make(map[string]fifoEntry[V]), order: make([]string, size)}
+}
+
+func (f *fifo[V]) get(k string) (V, bool) {
+	f.mu.Lock()
+	e, ok := f.m[k]
+	f.mu.Unlock()
+	if !ok || time.Now().After(e.expires) {
+		var zero V
+		return zero, false
+	}
+	return e.v, true
+}
+
+func (f *fifo[V]) set(k string, v V) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.m[k]; !ok {
+		if old := f.order[f.next]; old != "" {
+			delete(f.m, old)
+		}
+		f.order[f.next] = k
+		f.next = (f.next + 1) % len(f.order)
+	}
+	f.m[k] = fifoEntry[V]{v: v, expires: time.Now().Add(f.ttl)}
 }

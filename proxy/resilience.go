@@ -20,6 +20,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/trust"
 )
 
 // edge is the outbound path to one peer: it records the handoff with its
@@ -38,6 +39,7 @@ type edge struct {
 	book       *record.Book
 	checkpoint int64 // body bytes kept with a checkpoint
 	log        *slog.Logger
+	signer     *trust.Signer // nil: handoffs go unsigned
 
 	deadLetters atomic.Int64 // dead letters written (or logged when the store refused)
 }
@@ -101,12 +103,13 @@ func (e *edge) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !replay {
 		in := middleware.InfoFromContext(req.Context())
 		rec = e.newRecord(req, in)
+		return e.send(req, rec, in.Body)
 		// The checkpoint is written before anything leaves: a crash from here
 		// on leaves a record to resume from. A store that refuses it does not
 		// stop the handoff (the book logs and counts the loss).
 		_ = e.book.Write(req.Context(), rec)
 	}
-	return e.send(req, rec)
+	return e.send(req, rec, rec.Request.Body)
 }
 
 func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record {
@@ -121,6 +124,10 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 	}
 	in.RecordID = rec.ID
 	rec.Envelope = middleware.EnvelopeSummary(in)
+	rec.Grant = in.GrantOut
+	if in.Uncorrelated {
+		rec.Trust = append(rec.Trust, "uncorrelated")
+	}
 	req.Header.Set(middleware.HeaderRecord, rec.ID)
 	cp := &record.Request{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), BodyBytes: req.ContentLength}
 	if in.Buffered && int64(len(in.Body)) <= e.checkpoint {
@@ -135,7 +142,8 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 }
 
 // send runs the tries of one handoff.
-func (e *edge) send(req *http.Request, rec *record.Record) (*http.Response, error) {
+// body is the whole request body when it was buffered (nil when it streams).
+func (e *edge) send(req *http.Request, rec *record.Record, body []byte) (*http.Response, error) {
 	ctx := req.Context()
 	start := time.Now()
 	var deadline time.Time
@@ -143,7 +151,6 @@ func (e *edge) send(req *http.Request, rec *record.Record) (*http.Response, erro
 		deadline = start.Add(t)
 	}
 	e.budget.request()
-	body := rec.Request.Body
 	for try := 0; ; try++ {
 		if try > 0 {
 			req = req.Clone(ctx)
@@ -153,6 +160,13 @@ func (e *edge) send(req *http.Request, rec *record.Record) (*http.Response, erro
 			}
 		}
 		rec.Attempts++
+		if e.signer != nil {
+			// Each try carries its own signature: a fresh nonce, as the
+			// receiver refuses a nonce it has seen.
+			if err := e.signer.Sign(trust.RequestMessage(req, body), time.Now()); err != nil {
+				return nil, e.deadLetter(rec, start, nil, fmt.Errorf("signing: %w", err), false, false)
+			}
+		}
 		resp, timedOut, err := e.try(req, deadline)
 		if err == nil {
 			rec.Outcome = "delivered with status " + strconv.Itoa(resp.StatusCode)

@@ -32,6 +32,8 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
 	Logger         *slog.Logger
+	// Env reads environment variables (identity.key_env); nil reads none.
+	Env func(string) string
 }
 
 // Server is one Baton: its egress, ingress and admin listeners. Egress and
@@ -85,6 +87,14 @@ func New(o Options) (*Server, error) {
 	guard := trust.NewAddressGuard(c.External.Allow)
 	topts.Control = guard.Control
 	externalTransport := NewTransport(topts)
+	env := o.Env
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	ts, err := newTrust(c, env)
+	if err != nil {
+		return nil, err
+	}
 	hops := newHopBook(hopTTL)
 	for name := range c.Peers {
 		var onClose func()
@@ -92,6 +102,7 @@ func New(o Options) (*Server, error) {
 			onClose = func() { s.background(func(ctx context.Context) { s.replayEdge(ctx, name) }) }
 		}
 		s.edges[name] = newEdge(c, name, peerTransport, s.book, o.Logger, onClose)
+		s.edges[name].signer = ts.signer
 	}
 
 	egressProxy := &httputil.ReverseProxy{
@@ -130,8 +141,13 @@ func New(o Options) (*Server, error) {
 		tracing,
 		rs.middleware,
 		middleware.Identity(hops),
+		middleware.Policy(middleware.PolicyOptions{
+			Policy: ts.policy, Signing: ts.signer != nil, Grants: hops, Log: o.Logger,
+			EdgeGrant:        func(peer string) *trust.Grant { return ts.grants[peer] },
+			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
+		}),
 		middleware.Limit(c.Limits.MaxBodyBytes),
-		middleware.IdempotencyKey(c.Records.MaxBodyBytes),
+		middleware.IdempotencyKey(c.Records.MaxBodyBytes, ts.signer != nil),
 		middleware.Contract(checker, contractOut, o.Logger),
 	).Handler(egressProxy)
 
@@ -144,9 +160,13 @@ func New(o Options) (*Server, error) {
 	ig := chi.Chain(
 		middleware.AccessLog(o.Logger, middleware.Ingress, c.Agent),
 		tracing,
+		middleware.Limit(c.Limits.MaxBodyBytes),
+		middleware.Verify(middleware.VerifyOptions{
+			Verifier: ts.verifier, Policy: ts.policy, RequireAll: ts.verifier != nil,
+			Nonces: o.Store, Grants: hops, Log: o.Logger,
+		}),
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book, hops),
-		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.Contract(checker, contractIn, o.Logger),
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
 	).Handler(ingressProxy)
