@@ -9,6 +9,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/trust"
 )
 
 // resolver maps an egress request to its destination: a peer (a handoff to
@@ -69,6 +70,11 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 		}
 		if port == "" {
 			port = "80"
+		}
+		if trust.NumericHost(name) {
+			problem.New(r, problem.DeniedAddress, "destination "+name+" is an IP address in a non-standard form; write it as an IP literal").
+				With("destination", name).Write(w)
+			return
 		}
 		hostport := net.JoinHostPort(name, port)
 		if !rs.allowed(hostport) {

@@ -29,7 +29,14 @@ func TestAddressGuard(t *testing.T) {
 		{"listed link-local literal", "169.254.10.10:80", false},
 		{"listed link-local v6 literal", "[fe80::1]:443", false},
 		{"public", "93.184.216.34:443", false},
-		{"loopback", "127.0.0.1:8080", false},
+		{"loopback", "127.0.0.1:8080", true},
+		{"loopback v6", "[::1]:8080", true},
+		{"loopback mapped in v6", "[::ffff:127.0.0.1]:8080", true},
+		{"private 10/8", "10.1.2.3:80", true},
+		{"private 192.168/16", "192.168.1.1:80", true},
+		{"private v6 ULA", "[fd12::1]:80", true},
+		{"carrier-grade NAT", "100.64.0.1:80", true},
+		{"this network", "0.1.2.3:80", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,6 +46,18 @@ func TestAddressGuard(t *testing.T) {
 				t.Errorf("Control(%s) = %v, want denied=%v", tc.addr, err, tc.deny)
 			}
 		})
+	}
+}
+
+func TestNumericHost(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{
+		"2130706433": true, "0x7f000001": true, "0177.0.0.1": true, "127.1": true, "0x7f.1": true,
+		"127.0.0.1": false, "::1": false, "api.example.com": false, "1e100.net": false, "": false, "a.0x1": false,
+	} {
+		if got := trust.NumericHost(host); got != want {
+			t.Errorf("NumericHost(%q) = %v, want %v", host, got, want)
+		}
 	}
 }
 
