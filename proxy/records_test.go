@@ -349,3 +349,32 @@ func TestRecordsDisabled(t *testing.T) {
 		t.Errorf("dead letter with records off: %d, logged: %v", resp.StatusCode, strings.Contains(a.log.String(), "dead letter not stored"))
 	}
 }
+
+// TestCheckpointWrittenBeforeForwarding: while the peer still works, the
+// delegation record already exists, in state sent, with the request.
+func TestCheckpointWrittenBeforeForwarding(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	arrived := make(chan struct{})
+	ag := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+	}))
+	t.Cleanup(ag.Close)
+	a := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: "+ag.URL+"}}\n", nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		send(t, a.EgressAddr(), "summarizer", "POST", "/", `{"in":"flight"}`, http.Header{"Traceparent": {tp}})
+	}()
+	<-arrived
+	var v proxy.TraceView
+	if st := adminGet(t, a.AdminAddr(), "/v1/traces/"+traceID, &v); st != 200 || len(v.Records) != 1 || v.Records[0].State != record.Sent {
+		t.Fatalf("while in flight: %d %+v", st, v.Records)
+	}
+	if rec := adminRecord(t, a.AdminAddr(), v.Records[0].ID); rec.Request == nil || string(rec.Request.Body) != `{"in":"flight"}` {
+		t.Errorf("checkpoint while in flight: %+v", rec.Request)
+	}
+	close(release)
+	<-done
+}

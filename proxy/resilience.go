@@ -103,11 +103,11 @@ func (e *edge) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !replay {
 		in := middleware.InfoFromContext(req.Context())
 		rec = e.newRecord(req, in)
-		return e.send(req, rec, in.Body)
 		// The checkpoint is written before anything leaves: a crash from here
 		// on leaves a record to resume from. A store that refuses it does not
 		// stop the handoff (the book logs and counts the loss).
 		_ = e.book.Write(req.Context(), rec)
+		return e.send(req, rec, in.Body)
 	}
 	return e.send(req, rec, rec.Request.Body)
 }

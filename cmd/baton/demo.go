@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +26,7 @@ import (
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/trust"
 )
 
 // The demo is a financial-analysis workflow of three agents, each with its
@@ -43,6 +46,7 @@ type demoAgents struct {
 	flaggerSaw                            http.Header
 	flaggerEgress                         string
 	deadLetter                            string
+	writerGrant                           string
 }
 
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -95,28 +99,37 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}, nil
 	}
 	loop := "listen: {egress: 127.0.0.1:0, ingress: 127.0.0.1:0, admin: 127.0.0.1:0}\n"
-	wB, stopW, err := start("agent: writer\nupstream: http://" + writer.Addr + "\n" + loop + "edges: [{from: flagger}]\n")
+	ids, err := demoIdentities([]string{"analyst", "flagger", "writer"})
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ids.dir)
+	wB, stopW, err := start("agent: writer\nupstream: http://" + writer.Addr + "\n" + loop + ids.yaml("writer") +
+		"edges: [{from: flagger}]\n")
 	if err != nil {
 		return fmt.Errorf("demo: writer's Baton: %w", err)
 	}
 	defer stopW()
-	fB, stopF, err := start("agent: flagger\nupstream: http://" + flagger.Addr + "\n" + loop +
+	fB, stopF, err := start("agent: flagger\nupstream: http://" + flagger.Addr + "\n" + loop + ids.yaml("flagger") +
 		"peers: {writer: {url: http://" + wB.IngressAddr() + "}}\n" +
-		"edges: [{from: analyst, contract: {mode: enforce, min_completeness: 0.75}}, {to: writer, retry: {attempts: 2, backoff: 50ms}}]\n")
+		"edges: [{from: analyst, contract: {mode: enforce, min_completeness: 0.75}},\n" +
+		"  {to: writer, retry: {attempts: 2, backoff: 50ms}, grant: {may_handoff_to: [], side_effects: [read]}}]\n")
 	if err != nil {
 		return fmt.Errorf("demo: flagger's Baton: %w", err)
 	}
 	defer stopF()
 	ag.flaggerEgress = fB.EgressAddr()
-	aB, stopA, err := start("agent: analyst\nupstream: http://127.0.0.1:9\n" + loop +
-		"peers: {flagger: {url: http://" + fB.IngressAddr() + "}}\nedges: [{to: flagger}]\n")
+	aB, stopA, err := start("agent: analyst\nupstream: http://127.0.0.1:9\n" + loop + ids.yaml("analyst") +
+		"peers: {flagger: {url: http://" + fB.IngressAddr() + "}}\n" +
+		"edges: [{to: flagger, grant: {may_handoff_to: [writer], side_effects: [read, write]}}]\n")
 	if err != nil {
 		return fmt.Errorf("demo: analyst's Baton: %w", err)
 	}
 	defer stopA()
 
 	p := func(format string, a ...any) { fmt.Fprintf(stdout, format, a...) }
-	p("Baton demo: a financial-analysis workflow, three agents, each with its Baton on loopback\n\n")
+	p("Baton demo: a financial-analysis workflow, three agents, each with its Baton on loopback;\n")
+	p("every handoff is signed by its Baton's key and checked against the receiver's trust bundle\n\n")
 	p("  analyst ─▶ Baton %s ─▶ Baton %s ─▶ flagger ─▶ Baton %s ─▶ Baton %s ─▶ writer\n\n",
 		aB.EgressAddr(), fB.IngressAddr(), fB.EgressAddr(), wB.IngressAddr())
 
@@ -142,7 +155,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	saw, dead := ag.flaggerSaw, ag.deadLetter
 	ag.mu.Unlock()
 	p("   what reached flagger, added by the Batons (analyst also sent a forged Baton-Agent: admin):\n")
-	for _, h := range []string{"Baton-Agent", "Baton-Hop", "Idempotency-Key", "Traceparent", "Baton-Contract"} {
+	for _, h := range []string{"Baton-Agent", "Baton-Hop", "Idempotency-Key", "Traceparent", "Baton-Contract", "Baton-Grant"} {
 		p("     %-16s %s\n", h+":", saw.Get(h))
 	}
 	p("   writer was down: flagger's Baton tried %d times, then dead-lettered the handoff as\n     %s\n\n",
@@ -156,6 +169,35 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	resp.Body.Close()
 	p("   answered from flagger's dedupe window: Idempotent-Replayed: %s\n\n", resp.Header.Get("Idempotent-Replayed"))
+
+	ag.mu.Lock()
+	writerGrant := ag.writerGrant
+	ag.mu.Unlock()
+	if g, err := trust.DecodeGrant(saw.Get("Baton-Grant")); err == nil {
+		p("   grant analyst gave flagger:      may_handoff_to %v, side_effects %v\n", g.MayHandoffTo, g.SideEffects)
+	}
+	if g, err := trust.DecodeGrant(writerGrant); err == nil {
+		p("   grant flagger passed to writer:  may_handoff_to %v, side_effects %v (narrowed, never widened)\n\n",
+			g.MayHandoffTo, g.SideEffects)
+	}
+
+	// A forged handoff: someone without analyst's key posts to flagger's
+	// Baton claiming to be analyst.
+	p("   a forged handoff (Baton-Agent: analyst, no signature) sent straight to flagger's Baton:\n")
+	forged, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+fB.IngressAddr()+"/flag", strings.NewReader(dataset))
+	if err != nil {
+		return err
+	}
+	forged.Header.Set("Baton-Agent", "analyst")
+	forged.Header.Set("Content-Type", handoff.MediaType)
+	resp, err = http.DefaultTransport.RoundTrip(forged)
+	if err != nil {
+		return fmt.Errorf("demo: forged handoff: %w", err)
+	}
+	var forgedPD struct{ Detail, Reason string }
+	_ = json.NewDecoder(resp.Body).Decode(&forgedPD)
+	resp.Body.Close()
+	p("     %d %s (reason %s); flagger ran %d time(s) so far\n\n", resp.StatusCode, forgedPD.Detail, forgedPD.Reason, ag.flaggerRuns.Load())
 
 	// 2b. An incomplete handoff is refused before flagger sees it.
 	p("   an incomplete handoff (no verification status, no open questions) is refused by flagger's Baton:\n")
@@ -234,6 +276,49 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	p("     %d %s\n", status, detail)
 	p("\nDone: the Batons and the demo agents shut down.\n")
 	return nil
+}
+
+// demoIDs holds the demo Batons' identity keys.
+type demoIDs struct {
+	dir   string
+	files map[string]string // agent → key file
+	lines map[string]string // agent → "KEYID PUBLICKEY"
+}
+
+func demoIdentities(agents []string) (*demoIDs, error) {
+	dir, err := os.MkdirTemp("", "baton-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	ids := &demoIDs{dir: dir, files: map[string]string{}, lines: map[string]string{}}
+	for _, a := range agents {
+		k, err := trust.GenerateKey(a + "-2026")
+		if err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		pem, err := k.PrivatePEM()
+		if err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		f := filepath.Join(dir, a+".key")
+		if err := os.WriteFile(f, pem, 0o600); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		ids.files[a], ids.lines[a] = f, k.Public().String()
+	}
+	return ids, nil
+}
+
+// yaml is agent's identity and a trust bundle of every other demo agent.
+func (d *demoIDs) yaml(agent string) string {
+	var b strings.Builder
+	b.WriteString("identity: {key_file: '" + d.files[agent] + "'}\ntrust:\n  peers:\n")
+	for a, line := range d.lines {
+		if a != agent {
+			b.WriteString("    " + a + ": ['" + line + "']\n")
+		}
+	}
+	return b.String()
 }
 
 // demoTraceSettled waits for the replay's receipt at writer (records are
@@ -332,6 +417,9 @@ func (d *demoAgents) writer(w http.ResponseWriter, r *http.Request) {
 	}
 	d.writerCalls.Add(1)
 	_, _ = io.Copy(io.Discard, r.Body)
+	d.mu.Lock()
+	d.writerGrant = r.Header.Get("Baton-Grant")
+	d.mu.Unlock()
 	if d.writerDown.Load() {
 		w.Header().Set("Retry-After", "0")
 		http.Error(w, "writer is restarting", http.StatusServiceUnavailable)

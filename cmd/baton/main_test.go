@@ -117,7 +117,8 @@ func TestDemo(t *testing.T) {
 		"tried 3 times, then dead-lettered", "Idempotent-Replayed: true", "replay: delivered 200",
 		"(delivered with status 200 on replay)", "hash chain intact", "analyst ran 1 time(s), flagger ran 1 time(s)",
 		"Baton-Contract:  violations=0; completeness=1.00", "422 the handoff envelope breaks its contract",
-		"/open_questions", "draft ready", "403"} {
+		"/open_questions", "side_effects [read] (narrowed, never widened)", "401 the edge from \"analyst\" requires a signature",
+		"draft ready", "403"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
