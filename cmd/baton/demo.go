@@ -324,12 +324,13 @@ func (d *demoIDs) yaml(agent string) string {
 // demoTraceSettled waits for the replay's receipt at writer (records are
 // written off the request path).
 func demoTraceSettled(v proxy.TraceView) bool {
-	var replayed, fromWindow bool
+	var received, replayed, fromWindow bool
 	for _, r := range v.Records {
-		replayed = replayed || (r.Side == record.Ingress && r.To == "writer" && r.Status == http.StatusOK)
+		received = received || (r.Side == record.Ingress && r.To == "writer" && r.Status == http.StatusOK)
+		replayed = replayed || (r.Side == record.Egress && r.State == record.Delivered && strings.HasSuffix(r.Outcome, "on replay"))
 		fromWindow = fromWindow || r.Outcome == "replayed from the dedupe window"
 	}
-	return replayed && fromWindow
+	return received && replayed && fromWindow
 }
 
 // demoEnvelope wraps a payload in a handoff envelope (docs/envelope.md).
