@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/state"
 )
 
 // HeaderReplayed marks a response replayed from the dedupe window.
@@ -66,7 +67,7 @@ func (p *DedupePolicy) covers(method string) bool {
 
 // DedupeStore is what the window needs of the state store.
 type DedupeStore interface {
-	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, []byte, error)
+	ClaimMany(ctx context.Context, ops []state.ClaimOp) ([]state.ClaimResult, error)
 	Renew(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error)
 	Swap(ctx context.Context, key string, prev, next []byte, ttl time.Duration) (bool, error)
 	Release(ctx context.Context, key string, val []byte) (bool, error)
@@ -106,7 +107,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	in := info(r)
 	pol := d.policy(in.From)
 	if pol == nil || !pol.covers(r.Method) {
-		d.next.ServeHTTP(w, r)
+		d.nonceOnly(w, r, in, pol)
 		return
 	}
 	vs := r.Header[HeaderIdempotencyKey]
@@ -117,7 +118,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 				"edge "+in.Edge()+" requires an Idempotency-Key on "+r.Method))
 			return
 		}
-		d.next.ServeHTTP(w, r)
+		d.nonceOnly(w, r, in, pol)
 		return
 	}
 	key, err := ParseKey(vs)
@@ -146,9 +147,21 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	skey := dedupeKey(in.From, in.To, key)
 	pending := encodePending(fp)
 
-	ok, cur, err := d.store.Claim(r.Context(), skey, pending, pol.Lease)
+	ops := []state.ClaimOp{{Key: skey, Val: pending, TTL: pol.Lease}}
+	if in.Nonce != nil {
+		ops = append(ops, *in.Nonce)
+	}
+	res, err := d.store.ClaimMany(r.Context(), ops)
 	if err != nil {
 		d.storeFailed(w, r, in, pol, err)
+		return
+	}
+	ok, cur := res[0].OK, res[0].Cur
+	if in.Nonce != nil && !res[1].OK {
+		if ok {
+			_, _ = d.store.Release(r.Context(), skey, pending)
+		}
+		refuseSignature(w, r, ReasonReplayed, "this signature's nonce was seen before: a replayed request")
 		return
 	}
 	if !ok {
@@ -157,6 +170,27 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	in.Dedupe = DedupeClaimed
 	d.deliver(w, r, in, pol, skey, pending)
+}
+
+// nonceOnly claims a signed request's nonce when the window does not cover
+// the request, then delivers it.
+func (d *dedupe) nonceOnly(w http.ResponseWriter, r *http.Request, in *Info, pol *DedupePolicy) {
+	if in.Nonce == nil {
+		d.next.ServeHTTP(w, r)
+		return
+	}
+	res, err := d.store.ClaimMany(r.Context(), []state.ClaimOp{*in.Nonce})
+	if err != nil {
+		in.Err = err
+		w.Header().Set("Retry-After", "1")
+		problem.Write(w, r, problem.StoreUnavailable, "the signature's nonce cannot be checked; retry later")
+		return
+	}
+	if !res[0].OK {
+		refuseSignature(w, r, ReasonReplayed, "this signature's nonce was seen before: a replayed request")
+		return
+	}
+	d.next.ServeHTTP(w, r)
 }
 
 // storeFailed applies the edge's on_store_error choice.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/batonproxy/baton/handoff"
+	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 	"net/http"
 	"net/url"
@@ -68,6 +69,8 @@ type Info struct {
 	// TraceparentIn is traceparent as it arrived, before Trace rewrote it
 	// (the sender's signature covers it).
 	TraceparentIn string
+	// Nonce is the verified signature's nonce, for Dedupe to claim.
+	Nonce *state.ClaimOp
 	// Signed reports a verified signature; SenderKeyID names its key.
 	Signed      bool
 	SenderKeyID string

@@ -4,7 +4,8 @@ package middleware
 // anything else acts on the handoff: the key must be in the trust bundle,
 // the signature valid over the covered components, the body must match its
 // Content-Digest, created must lie within the allowed skew, and the nonce
-// must be new (kept in the store for the skew window). Any failure is 401
+// must be new (kept in the store for the skew window; Dedupe claims it, in
+// one round trip with the idempotency key). Any failure is 401
 // and the agent sees nothing. Then the inbound edge policy applies: no edge
 // from the sender (once edges are configured) is 403; an unsigned handoff on
 // an edge that requires a signature is 401. The grant the sender gave
@@ -13,27 +14,21 @@ package middleware
 //
 // It sits after Trace (which keeps the traceparent as received, as the
 // signature covers it) and Limit (it reads the capped body), before
-// HopGuard. It fails closed: a store that cannot record the nonce refuses
-// the handoff with 503.
+// HopGuard. It needs no store itself.
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 )
 
 // HeaderGrant carries the bounded grant for the receiver.
 const HeaderGrant = "Baton-Grant"
-
-// NonceStore records signature nonces.
-type NonceStore interface {
-	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, []byte, error)
-}
 
 // GrantBook remembers the grant each trace's inbound handoff carried.
 type GrantBook interface {
@@ -48,7 +43,6 @@ type VerifyOptions struct {
 	// RequireAll requires a signature from every sender when Policy is nil
 	// (a bundle is configured but no edges).
 	RequireAll bool
-	Nonces     NonceStore
 	Grants     GrantBook
 	Log        *slog.Logger
 }
@@ -103,17 +97,9 @@ func Verify(o VerifyOptions) func(http.Handler) http.Handler {
 					refuseSignature(w, r, reason, err.Error())
 					return
 				}
-				ok, _, err := o.Nonces.Claim(r.Context(), "nonce:{"+v.KeyID+"}:"+v.Nonce, []byte{1}, time.Until(v.NonceUntil))
-				if err != nil {
-					in.Err = err
-					w.Header().Set("Retry-After", "1")
-					problem.Write(w, r, problem.StoreUnavailable, "the signature's nonce cannot be checked; retry later")
-					return
-				}
-				if !ok {
-					refuseSignature(w, r, ReasonReplayed, "this signature's nonce was seen before: a replayed request")
-					return
-				}
+				// The nonce is claimed by Dedupe, in the same round trip as the
+				// idempotency key when there is one.
+				in.Nonce = &state.ClaimOp{Key: "nonce:{" + v.KeyID + "}:" + v.Nonce, Val: []byte{1}, TTL: time.Until(v.NonceUntil)}
 				in.Signed, in.SenderKeyID = true, v.KeyID
 			}
 			switch {

@@ -163,7 +163,7 @@ func New(o Options) (*Server, error) {
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.Verify(middleware.VerifyOptions{
 			Verifier: ts.verifier, Policy: ts.policy, RequireAll: ts.verifier != nil,
-			Nonces: o.Store, Grants: hops, Log: o.Logger,
+			Grants: hops, Log: o.Logger,
 		}),
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book, hops),

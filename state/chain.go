@@ -32,3 +32,16 @@ type LinkResult struct {
 }
 
 func tailKey(log string) string { return log + ":tail" }
+
+// ClaimOp is one claim of ClaimMany.
+type ClaimOp struct {
+	Key string
+	Val []byte
+	TTL time.Duration
+}
+
+// ClaimResult is the outcome of one ClaimOp: OK, or the current value.
+type ClaimResult struct {
+	OK  bool
+	Cur []byte
+}

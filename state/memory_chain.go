@@ -1,6 +1,9 @@
 package state
 
-import "context"
+import (
+	"bytes"
+	"context"
+)
 
 // AppendChained applies each link atomically, under the store's lock.
 func (m *Memory) AppendChained(_ context.Context, links []Link) ([]LinkResult, error) {
@@ -38,4 +41,26 @@ func (m *Memory) link(l Link) LinkResult {
 		}
 	}
 	return LinkResult{OK: true, Tail: l.Tail}
+}
+
+// ClaimMany applies each claim as Claim does, under one lock.
+func (m *Memory) ClaimMany(_ context.Context, ops []ClaimOp) ([]ClaimResult, error) {
+	out := make([]ClaimResult, len(ops))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, op := range ops {
+		now := m.now()
+		if e := m.live(op.Key, now); e != nil {
+			if e.kind != kindValue {
+				return nil, ErrWrongKind
+			}
+			out[i].Cur = bytes.Clone(e.val)
+			continue
+		}
+		if err := m.writeValue(now, op.Key, nil, op.Val, op.TTL, true); err != nil {
+			return nil, err
+		}
+		out[i].OK = true
+	}
+	return out, nil
 }

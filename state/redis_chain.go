@@ -2,8 +2,10 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -95,4 +97,38 @@ func isReplyError(cmds []*redis.Cmd) bool {
 		}
 	}
 	return true
+}
+
+// ClaimMany sends every claim (SET NX PX GET) in one pipeline: one round
+// trip for the lot.
+func (r *Redis) ClaimMany(ctx context.Context, ops []ClaimOp) ([]ClaimResult, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	cmds := make([]*redis.StatusCmd, len(ops))
+	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, op := range ops {
+			args := redis.SetArgs{Mode: "NX", Get: true}
+			if ms := millis(op.TTL); ms > 0 {
+				args.TTL = time.Duration(ms) * time.Millisecond
+			}
+			cmds[i] = p.SetArgs(ctx, r.Key(op.Key), op.Val, args)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrapRedis("claim many", err)
+	}
+	out := make([]ClaimResult, len(ops))
+	for i, c := range cmds {
+		cur, err := c.Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			out[i].OK = true
+		case err != nil:
+			return nil, wrapRedis("claim many", err)
+		default:
+			out[i].Cur = []byte(cur)
+		}
+	}
+	return out, nil
 }

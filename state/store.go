@@ -56,6 +56,9 @@ type Store interface {
 	// batch costs one round trip. The error is for the batch; per-link
 	// failures are in the results.
 	AppendChained(ctx context.Context, links []Link) ([]LinkResult, error)
+	// ClaimMany applies several claims as Claim does, in one round trip
+	// (each claim atomic on its own, not the batch).
+	ClaimMany(ctx context.Context, ops []ClaimOp) ([]ClaimResult, error)
 	// Ping reports whether the store can serve requests.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.

@@ -14,6 +14,7 @@ func chainCases() []testCase {
 		{"AppendChained/stale prev returns the tail", testChainStale},
 		{"AppendChained/batch of independent logs", testChainBatch},
 		{"AppendChained/concurrent writers keep one chain", testChainConcurrent},
+		{"ClaimMany", testClaimMany},
 	}
 }
 
@@ -125,4 +126,18 @@ func cut(s string) (string, string, bool) {
 		}
 	}
 	return "", "", false
+}
+
+func testClaimMany(t *testing.T, s state.Store) {
+	a, b := key(t, "a"), key(t, "b")
+	if ok, _, err := s.Claim(t.Context(), b, []byte("held"), long); err != nil || !ok {
+		t.Fatalf("Claim: %v %v", ok, err)
+	}
+	res, err := s.ClaimMany(t.Context(), []state.ClaimOp{{Key: a, Val: []byte("x"), TTL: long}, {Key: b, Val: []byte("y"), TTL: long}})
+	must(t, "ClaimMany", err)
+	if len(res) != 2 || !res[0].OK || res[1].OK || string(res[1].Cur) != "held" {
+		t.Fatalf("ClaimMany = %+v", res)
+	}
+	wantValue(t, s, a, []byte("x"))
+	wantValue(t, s, b, []byte("held"))
 }
