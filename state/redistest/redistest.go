@@ -9,6 +9,7 @@ package redistest
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"fmt"
 	"net"
 	"os"
@@ -200,13 +201,23 @@ func (s *Server) waitClusterOK(t testing.TB) {
 	}
 }
 
+// freePort finds a free port below the kernel's ephemeral range (which
+// starts at 32768 by default): a killed server is restarted on its port, and
+// a port from the ephemeral range may meanwhile have become the local port of
+// some client connection, which would make the restart fail to bind.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	var last error
+	for range 50 {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			last = err
+			continue
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, last
 }
 
 // syncBuffer collects a process's output while it runs.
