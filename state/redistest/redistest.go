@@ -9,8 +9,8 @@ package redistest
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
