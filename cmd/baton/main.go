@@ -75,10 +75,13 @@ Usage:
 
 serve
   Loads FILE (YAML, strict: unknown keys are errors), applies BATON_AGENT,
-  BATON_UPSTREAM, BATON_LOG_LEVEL, BATON_SHUTDOWN_GRACE and BATON_REDIS_PASSWORD,
-  validates, and listens on listen.egress (the agent's outbound calls: Host
+  BATON_UPSTREAM, BATON_LOG_LEVEL, BATON_SHUTDOWN_GRACE, BATON_REDIS_PASSWORD and
+  BATON_ADMIN_TOKEN, validates, and listens on listen.egress (the agent's outbound calls: Host
   routing or HTTP_PROXY), listen.ingress (handoffs from peers' Batons, delivered
-  to upstream) and listen.admin (/healthz, /readyz). With no store.redis the
+  to upstream) and listen.admin (/healthz, /readyz, and the records API under
+  /v1/, which needs admin_token when the admin listener is not on loopback).
+  With identity.key_file (or key_env) every handoff is signed; with trust.peers
+  every inbound handoff must be signed by a listed key. With no store.redis the
   in-memory store is used. SIGTERM or SIGINT stops accepting, lets in-flight
   requests finish within shutdown_grace, and exits 0. BATON_CONFIG may name
   FILE instead of --config.
