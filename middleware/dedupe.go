@@ -199,10 +199,12 @@ func (d *dedupe) storeFailed(w http.ResponseWriter, r *http.Request, in *Info, p
 	d.log.LogAttrs(r.Context(), slog.LevelError, "dedupe store unavailable",
 		slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
 		slog.Bool("fail_open", pol.FailOpen), slog.String("error", err.Error()))
-	if pol.FailOpen {
+	if pol.FailOpen && in.Nonce == nil {
 		d.next.ServeHTTP(w, r)
 		return
 	}
+	// A signed handoff fails closed even on a fail_open edge: without the
+	// store its nonce cannot be checked, and a replay would get through.
 	w.Header().Set("Retry-After", "1")
 	problem.Write(w, r, problem.StoreUnavailable,
 		"the dedupe window cannot be checked, so the handoff was not delivered; retry later")

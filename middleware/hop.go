@@ -52,9 +52,7 @@ func Identity(book HopBook) func(http.Handler) http.Handler {
 			in.Hop, in.ParentRecord = prev+1, parent
 			in.Uncorrelated = prev == 0
 			if in.MaxHops > 0 && in.Hop > in.MaxHops {
-				problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" would be hop "+
-					strconv.Itoa(in.Hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
-					With("hop", in.Hop).With("max_hops", in.MaxHops).Write(w)
+				hopLimit(w, r, in)
 				return
 			}
 			r.Header.Set(HeaderAgent, in.Agent)
@@ -62,6 +60,13 @@ func Identity(book HopBook) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// hopLimit refuses an outbound handoff past its edge's max_hops.
+func hopLimit(w http.ResponseWriter, r *http.Request, in *Info) {
+	problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" would be hop "+
+		strconv.Itoa(in.Hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
+		With("hop", in.Hop).With("max_hops", in.MaxHops).Write(w)
 }
 
 // StripBatonHeaders removes every header only a Baton may set.

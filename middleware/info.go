@@ -83,8 +83,10 @@ type Info struct {
 	GrantIn  *trust.Grant
 	GrantOut string
 	// Uncorrelated reports an outbound handoff Baton could not tie to an
-	// inbound one.
-	Uncorrelated bool
+	// inbound one; CorrelatedTrace names the inbound trace an A2A context
+	// tied it to instead of its traceparent.
+	Uncorrelated    bool
+	CorrelatedTrace string
 	// Contract is the envelope check, when the body carries an envelope.
 	Contract *handoff.Result
 	// Dedupe is what the ingress dedupe window did with the request.

@@ -8,7 +8,7 @@ package middleware
 // otherwise passed and logged as such (never stitched to a trace). It then
 // sends the receiver's grant: the intersection of what this agent received
 // and what the edge declares. It sits after Identity (which correlates the
-// trace) and cannot fail open: it needs no store.
+// trace, with Correlate) and cannot fail open: it needs no store.
 
 import (
 	"log/slog"
@@ -44,7 +44,11 @@ func Policy(o PolicyOptions) func(http.Handler) http.Handler {
 				o.Log.LogAttrs(r.Context(), slog.LevelInfo, "uncorrelated handoff",
 					slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID))
 			} else if o.Grants != nil {
-				in.GrantIn = o.Grants.InboundGrant(in.TraceID)
+				trace := in.TraceID
+				if in.CorrelatedTrace != "" {
+					trace = in.CorrelatedTrace
+				}
+				in.GrantIn = o.Grants.InboundGrant(trace)
 			}
 			if o.Policy != nil {
 				d := o.Policy.Outbound(trust.Handoff{Peer: in.To, Signed: o.Signing, Grant: in.GrantIn})

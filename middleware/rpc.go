@@ -18,6 +18,8 @@ type RPC struct {
 	// identifies the handoff, whatever JSON-RPC id or metadata it carries.
 	MessageID string
 	Parts     json.RawMessage
+	// ContextID and TaskID tie an agent's later A2A calls to this one.
+	ContextID, TaskID string
 }
 
 // sniffRPC notes in in.RPC whether body is a JSON-RPC request. Bodies that
@@ -38,6 +40,8 @@ func sniffRPC(in *Info, r *http.Request, body []byte) {
 			Message struct {
 				MessageID string          `json:"messageId"`
 				Parts     json.RawMessage `json:"parts"`
+				ContextID string          `json:"contextId"`
+				TaskID    string          `json:"taskId"`
 			} `json:"message"`
 		} `json:"params"`
 	}
@@ -46,7 +50,8 @@ func sniffRPC(in *Info, r *http.Request, body []byte) {
 	}
 	in.RPC = &RPC{ID: req.ID, Method: req.Method}
 	if a2aSend[req.Method] {
-		in.RPC.MessageID, in.RPC.Parts = req.Params.Message.MessageID, req.Params.Message.Parts
+		m := req.Params.Message
+		in.RPC.MessageID, in.RPC.Parts, in.RPC.ContextID, in.RPC.TaskID = m.MessageID, m.Parts, m.ContextID, m.TaskID
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 // so no store round trip is needed on the hot path. Both maps are bounded
 // (first in, first out) and entries expire after ttl.
 type hopBook struct {
-	hops   *fifo[hopEntry]
-	grants *fifo[*trust.Grant]
+	hops     *fifo[hopEntry]
+	grants   *fifo[*trust.Grant]
+	contexts *fifo[string] // A2A context or task id → trace id
 }
 
 type hopEntry struct {
@@ -25,7 +26,8 @@ type hopEntry struct {
 const hopBookSize = 1 << 16
 
 func newHopBook(ttl time.Duration) *hopBook {
-	return &hopBook{hops: newFIFO[hopEntry](hopBookSize, ttl), grants: newFIFO[*trust.Grant](hopBookSize, ttl)}
+	return &hopBook{hops: newFIFO[hopEntry](hopBookSize, ttl), grants: newFIFO[*trust.Grant](hopBookSize, ttl),
+		contexts: newFIFO[string](hopBookSize, ttl)}
 }
 
 func (b *hopBook) InboundHop(traceID string) (int, string) {
@@ -37,15 +39,31 @@ func (b *hopBook) RememberInbound(traceID string, hop int, recordID string) {
 	b.hops.set(traceID, hopEntry{hop: hop, record: recordID})
 }
 
+// RememberGrant narrows the trace's grant by g: a later inbound handoff in
+// the same trace (signed or not) can only narrow what the agent may do, never
+// widen it.
 func (b *hopBook) RememberGrant(traceID string, g *trust.Grant) {
-	if g != nil {
-		b.grants.set(traceID, g)
+	if g == nil {
+		return
 	}
+	b.grants.update(traceID, func(old *trust.Grant, ok bool) *trust.Grant {
+		if !ok {
+			return g
+		}
+		return trust.Intersect(old, g)
+	})
 }
 
 func (b *hopBook) InboundGrant(traceID string) *trust.Grant {
 	g, _ := b.grants.get(traceID)
 	return g
+}
+
+func (b *hopBook) RememberContext(id, traceID string) { b.contexts.set(id, traceID) }
+
+func (b *hopBook) ContextTrace(id string) string {
+	t, _ := b.contexts.get(id)
+	return t
 }
 
 // fifo is a bounded map with expiry that forgets its oldest key when full.
@@ -78,9 +96,17 @@ func (f *fifo[V]) get(k string) (V, bool) {
 }
 
 func (f *fifo[V]) set(k string, v V) {
+	f.update(k, func(V, bool) V { return v })
+}
+
+// update sets k to fn of its live value (and whether there was one).
+func (f *fifo[V]) update(k string, fn func(old V, ok bool) V) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.m[k]; !ok {
+	old, ok := f.m[k]
+	live := ok && time.Now().Before(old.expires)
+	v := fn(old.v, live)
+	if !ok {
 		if old := f.order[f.next]; old != "" {
 			delete(f.m, old)
 		}

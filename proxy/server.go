@@ -141,13 +141,14 @@ func New(o Options) (*Server, error) {
 		tracing,
 		rs.middleware,
 		middleware.Identity(hops),
+		middleware.Limit(c.Limits.MaxBodyBytes),
+		middleware.IdempotencyKey(c.Records.MaxBodyBytes, ts.signer != nil),
+		middleware.Correlate(hops, hops),
 		middleware.Policy(middleware.PolicyOptions{
 			Policy: ts.policy, Signing: ts.signer != nil, Grants: hops, Log: o.Logger,
 			EdgeGrant:        func(peer string) *trust.Grant { return ts.grants[peer] },
 			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
 		}),
-		middleware.Limit(c.Limits.MaxBodyBytes),
-		middleware.IdempotencyKey(c.Records.MaxBodyBytes, ts.signer != nil),
 		middleware.Contract(checker, contractOut, o.Logger),
 	).Handler(egressProxy)
 
@@ -169,6 +170,7 @@ func New(o Options) (*Server, error) {
 		middleware.Receipt(s.book, hops),
 		middleware.Contract(checker, contractIn, o.Logger),
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
+		middleware.Remember(hops),
 	).Handler(ingressProxy)
 
 	s.egress = s.httpServer(eg, errLog)
