@@ -89,6 +89,9 @@ type Info struct {
 	CorrelatedTrace string
 	// Contract is the envelope check, when the body carries an envelope.
 	Contract *handoff.Result
+	// Delivered reports that the request went on to the local agent (at
+	// ingress), past every check.
+	Delivered bool
 	// Dedupe is what the ingress dedupe window did with the request.
 	Dedupe DedupeOutcome
 	// RPC is set when the request is JSON-RPC (A2A).

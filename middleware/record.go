@@ -74,6 +74,8 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 				}
 			case in.Dedupe != "" && in.Dedupe != DedupeClaimed:
 				rec.State, rec.Outcome = record.Failed, "refused by the dedupe window: "+string(in.Dedupe)
+			case !in.Delivered:
+				rec.State, rec.Outcome = record.Failed, "refused by this Baton with "+strconv.Itoa(rec.Status)
 			case rec.Status >= 500:
 				rec.State, rec.Outcome = record.Failed, "the agent answered "+strconv.Itoa(rec.Status)
 			default:

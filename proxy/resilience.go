@@ -66,8 +66,12 @@ func (e *DeadLetterError) Error() string {
 
 func (e *DeadLetterError) Unwrap() error { return e.Err }
 
-// errPeerStatus marks a response the breaker counts as a failure.
-var errPeerStatus = errors.New("peer failure status")
+// errPeerStatus marks a response the breaker counts as a failure, and
+// errCallerGone a try the caller abandoned, which it does not count.
+var (
+	errPeerStatus = errors.New("peer failure status")
+	errCallerGone = errors.New("the caller went away")
+)
 
 func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.Book, log *slog.Logger,
 	onClose func()) *edge {
@@ -80,6 +84,8 @@ func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.B
 		MaxRequests: uint32(bc.HalfOpenRequests),
 		Timeout:     bc.OpenFor.D(),
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(bc.Failures) },
+		// A try the caller abandoned says nothing about the peer.
+		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, errCallerGone) },
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			log.Warn("circuit breaker", "peer", name, "from", from.String(), "to", to.String())
 			if to == gobreaker.StateClosed && onClose != nil {
@@ -236,6 +242,9 @@ func (e *edge) try(req *http.Request, deadline time.Time) (*http.Response, bool,
 	resp, err := e.breaker.Execute(func() (*http.Response, error) {
 		resp, err := e.next.RoundTrip(req.WithContext(ctx))
 		if err != nil {
+			if req.Context().Err() != nil {
+				return nil, fmt.Errorf("%w: %w", errCallerGone, err)
+			}
 			return nil, err
 		}
 		if breakerFailure(resp.StatusCode) {

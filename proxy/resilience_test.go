@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -262,5 +263,35 @@ func TestAutoReplayWhenBreakerCloses(t *testing.T) {
 			t.Fatalf("dead letter %s not replayed after the breaker closed", id)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBreakerIgnoresCallersThatLeave: clients giving up on slow handoffs do
+// not open the peer's breaker.
+func TestBreakerIgnoresCallersThatLeave(t *testing.T) {
+	t.Parallel()
+	fast := make(chan struct{})
+	peer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-fast:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, "done")
+	})
+	p := resilientPair(t, peer, "retry: {attempts: 0}\nbreaker: {failures: 2, open_for: 1m}\n")
+	for i := 0; i < 4; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+p.a.EgressAddr()+"/", nil)
+		req.Host = "summarizer"
+		if resp, err := http.DefaultTransport.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+		cancel()
+	}
+	close(fast)
+	resp := send(t, p.a.EgressAddr(), "summarizer", "GET", "/", "", nil)
+	if resp.StatusCode != 200 {
+		t.Errorf("after four abandoned calls: %d, want 200 (the breaker must stay closed)", resp.StatusCode)
 	}
 }

@@ -119,7 +119,12 @@ func New(o Options) (*Server, error) {
 	}
 	upstream := c.UpstreamURL
 	ingressProxy := &httputil.ReverseProxy{
-		Rewrite:      func(pr *httputil.ProxyRequest) { pr.SetURL(upstream) },
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			if in := middleware.InfoFromContext(pr.In.Context()); in != nil {
+				in.Delivered = true // past every check: this goes to the agent
+			}
+			pr.SetURL(upstream)
+		},
 		Transport:    peerTransport,
 		BufferPool:   pool,
 		ErrorHandler: errorHandler,
