@@ -61,6 +61,10 @@ type batonSpec struct {
 	edgeFrom []string
 	// noDedupe turns the ingress dedupe window off (dedupe: {enabled: false}).
 	noDedupe bool
+	// noRecords turns handoff records, checkpoints and dead letters off
+	// (records: {enabled: false}). The breaker and retries stay: Baton has
+	// no switch for them.
+	noRecords bool
 	// redisURL, when set, makes Redis the store, with keys under redisPrefix.
 	redisURL    string
 	redisPrefix string
@@ -80,6 +84,9 @@ func (s batonSpec) yaml() string {
 	}
 	if s.noDedupe {
 		b.WriteString("dedupe:\n  enabled: false\n")
+	}
+	if s.noRecords {
+		b.WriteString("records:\n  enabled: false\n")
 	}
 	if len(s.peers) > 0 {
 		b.WriteString("peers:\n")

@@ -89,54 +89,131 @@ func TestRequestBody(t *testing.T) {
 // Baton's own strict decoding and validation, and say what each row means.
 func TestBatonConfigs(t *testing.T) {
 	t.Parallel()
-	receiver := batonSpec{
-		agent: "bench-b", upstream: "http://127.0.0.1:9000",
-		egress: "127.0.0.1:9011", ingress: "127.0.0.1:9012", admin: "127.0.0.1:9013",
-		edgeFrom: []string{"bench-a"},
+	parse := func(t *testing.T, s batonSpec) *config.Config {
+		t.Helper()
+		c, err := config.Parse(strings.NewReader(s.yaml()), func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("config.Parse:\n%s\nerror: %v", s.yaml(), err)
+		}
+		return c
 	}
-	with := func(f func(*batonSpec)) batonSpec { s := receiver; f(&s); return s }
-	const prefix = "bench:0123456789ab:"
-	tests := []struct {
-		name      string
-		spec      batonSpec
-		dedupe    bool
-		redisPref string // "" for the memory store
-	}{
-		{name: "1hop", dedupe: true, spec: batonSpec{
+
+	t.Run("1hop", func(t *testing.T) {
+		t.Parallel()
+		s := batonSpec{
 			agent: "bench-a", upstream: "http://127.0.0.1:9000",
 			egress: "127.0.0.1:9001", ingress: "127.0.0.1:9002", admin: "127.0.0.1:9003",
 			peers: map[string]string{"bench-b": "http://127.0.0.1:9000"}, edgesTo: []string{"bench-b"},
-		}},
-		{name: "2hop receiver", dedupe: true, spec: receiver},
-		{name: "2hop receiver nodedupe", spec: with(func(s *batonSpec) { s.noDedupe = true })},
-		{name: "2hop receiver redis", dedupe: true, redisPref: prefix, spec: with(func(s *batonSpec) {
-			s.redisURL, s.redisPrefix = benchRedisURL, prefix
-		})},
-		{name: "2hop receiver redis nodedupe", redisPref: prefix, spec: with(func(s *batonSpec) {
-			s.redisURL, s.redisPrefix, s.noDedupe = benchRedisURL, prefix, true
-		})},
+		}
+		c := parse(t, s)
+		if !c.RecordsOn() || c.Store.Redis != nil {
+			t.Errorf("records on %v, store.redis %+v: want Baton's defaults\n%s", c.RecordsOn(), c.Store.Redis, s.yaml())
+		}
+	})
+
+	// What each 2hop row means, written out rather than derived from twoHops.
+	type want struct {
+		dedupeB, records, redisA, redisB bool
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	wants := map[string]want{
+		rowBaton2:                   {dedupeB: true, records: true},
+		rowBaton2NoDedupe:           {records: true},
+		rowBaton2NoRecords:          {dedupeB: true},
+		rowBaton2Redis:              {dedupeB: true, records: true, redisB: true},
+		rowBaton2RedisNoDedupe:      {records: true, redisB: true},
+		rowBaton2RedisNoRecords:     {dedupeB: true, redisB: true},
+		rowBaton2RedisBoth:          {dedupeB: true, records: true, redisA: true, redisB: true},
+		rowBaton2RedisBothNoRecords: {dedupeB: true, redisA: true, redisB: true},
+	}
+	if len(wants) != len(twoHops) {
+		t.Errorf("twoHops has %d rows, the test expects %d", len(twoHops), len(wants))
+	}
+	for name, w := range wants {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c, err := config.Parse(strings.NewReader(tt.spec.yaml()), func(string) string { return "" })
-			if err != nil {
-				t.Fatalf("config.Parse:\n%s\nerror: %v", tt.spec.yaml(), err)
+			v, ok := twoHops[name]
+			if !ok {
+				t.Fatalf("no twoHops entry for %s", name)
 			}
-			if got := *c.DedupeFor("bench-a").Enabled; got != tt.dedupe {
-				t.Errorf("dedupe enabled for bench-a: got %v, want %v\n%s", got, tt.dedupe, tt.spec.yaml())
+			v.row = name
+			a, b := v.specs("http://127.0.0.1:9000", "", &benchRedis{})
+			// startBaton2 fills these in.
+			a.egress, a.ingress, a.admin = "127.0.0.1:9001", "127.0.0.1:9002", "127.0.0.1:9003"
+			b.egress, b.ingress, b.admin = "127.0.0.1:9011", "127.0.0.1:9012", "127.0.0.1:9013"
+			a.peers = map[string]string{"bench-b": "http://" + b.ingress}
+			ca, cb := parse(t, a), parse(t, b)
+
+			if got := *cb.DedupeFor("bench-a").Enabled; got != w.dedupeB {
+				t.Errorf("B: dedupe enabled for bench-a: got %v, want %v\n%s", got, w.dedupeB, b.yaml())
 			}
-			switch r := c.Store.Redis; {
-			case tt.redisPref == "" && r != nil:
-				t.Errorf("store.redis set, want the memory store\n%s", tt.spec.yaml())
-			case tt.redisPref != "" && (r == nil || r.URL != benchRedisURL || r.Prefix != tt.redisPref):
-				t.Errorf("store.redis: got %+v, want url %s prefix %q\n%s", r, benchRedisURL, tt.redisPref, tt.spec.yaml())
+			if got := *ca.DedupeFor("bench-b").Enabled; !got {
+				t.Errorf("A: dedupe off, want Baton's default\n%s", a.yaml())
+			}
+			for _, x := range []struct {
+				side      string
+				c         *config.Config
+				s         batonSpec
+				wantRedis bool
+			}{{"A", ca, a, w.redisA}, {"B", cb, b, w.redisB}} {
+				if got := x.c.RecordsOn(); got != w.records {
+					t.Errorf("%s: RecordsOn: got %v, want %v\n%s", x.side, got, w.records, x.s.yaml())
+				}
+				switch r := x.c.Store.Redis; {
+				case !x.wantRedis && r != nil:
+					t.Errorf("%s: store.redis set, want the memory store\n%s", x.side, x.s.yaml())
+				case x.wantRedis && (r == nil || r.URL != benchRedisURL || !strings.HasPrefix(r.Prefix, "bench:")):
+					t.Errorf("%s: store.redis: got %+v, want url %s and a bench: prefix\n%s", x.side, r, benchRedisURL, x.s.yaml())
+				}
+			}
+			if w.redisA && w.redisB && ca.Store.Redis.Prefix == cb.Store.Redis.Prefix {
+				t.Errorf("A and B share the Redis prefix %q, want one each", ca.Store.Redis.Prefix)
+			}
+			if ca.Agent != "bench-a" || cb.Agent != "bench-b" {
+				t.Errorf("agents %q, %q; want bench-a, bench-b", ca.Agent, cb.Agent)
 			}
 		})
 	}
 }
 
-func TestDedupeFindings(t *testing.T) {
+// TestRowOrder checks that every 2hop row is a known row, and that the rows
+// of each on ÷ off ratio run back to back.
+func TestRowOrder(t *testing.T) {
+	t.Parallel()
+	at := map[string]int{}
+	for i, n := range rowNames {
+		at[n] = i
+	}
+	for name := range twoHops {
+		if _, ok := at[name]; !ok {
+			t.Errorf("%s is in twoHops but not in rowNames", name)
+		}
+	}
+	for _, n := range rowNames {
+		if _, ok := twoHops[n]; strings.HasPrefix(n, "baton-2hop") && !ok {
+			t.Errorf("%s is in rowNames but has no twoHops entry", n)
+		}
+	}
+	for _, p := range [][2]string{
+		{rowBaton2, rowBaton2NoDedupe}, {rowBaton2Redis, rowBaton2RedisNoDedupe},
+		{rowBaton2, rowBaton2NoRecords}, {rowBaton2Redis, rowBaton2RedisNoRecords},
+		{rowBaton2RedisBoth, rowBaton2RedisBothNoRecords},
+	} {
+		if d := at[p[0]] - at[p[1]]; d != 1 && d != -1 {
+			t.Errorf("%s and %s do not run back to back: %v", p[0], p[1], rowNames)
+		}
+	}
+}
+
+func TestRedisPrefixes(t *testing.T) {
+	t.Parallel()
+	r := &benchRedis{}
+	p1, p2 := r.newPrefix(), r.newPrefix()
+	if p1 == p2 || len(r.prefixes) != 2 || !strings.HasPrefix(p1, "bench:") || !strings.HasSuffix(p1, ":") || len(p1) != len("bench:0123456789ab:") {
+		t.Errorf("newPrefix: got %q, %q (kept %q); want two distinct bench:<12 hex>: prefixes, both kept", p1, p2, r.prefixes)
+	}
+}
+
+func TestOnOffFindings(t *testing.T) {
 	t.Parallel()
 	cpu := func(v float64) *float64 { return &v }
 	ok := func(name string, rps, us float64) Row {
@@ -158,6 +235,46 @@ func TestDedupeFindings(t *testing.T) {
 				"dedupe on ÷ off throughput (memory) = 0.90 (target ≥ 0.85: met); proxy CPU/req on ÷ off = 1.10",
 				"dedupe on ÷ off throughput (redis) = 0.50 (target ≥ 0.85: MISSED); proxy CPU/req on ÷ off = 1.50",
 			},
+			not: []string{"records on"},
+		},
+		{
+			name: "records",
+			rows: []Row{
+				ok(rowBaton2NoDedupe, 1000, 100), ok(rowBaton2, 900, 110), ok(rowBaton2NoRecords, 1000, 100),
+				ok(rowBaton2RedisNoDedupe, 1000, 100), ok(rowBaton2Redis, 800, 130), ok(rowBaton2RedisNoRecords, 1000, 100),
+				ok(rowBaton2RedisBoth, 600, 160), ok(rowBaton2RedisBothNoRecords, 1000, 100),
+			},
+			want: []string{
+				"dedupe on ÷ off throughput (memory) = 0.90 (target ≥ 0.85: met); proxy CPU/req on ÷ off = 1.10",
+				"records on ÷ off throughput (memory) = 0.90 (target ≥ 0.85: met); proxy CPU/req on ÷ off = 1.10",
+				"records on ÷ off throughput (redis) = 0.80 (target ≥ 0.85: MISSED); proxy CPU/req on ÷ off = 1.30",
+				"records on ÷ off throughput (redis-both) = 0.60 (target ≥ 0.85: MISSED); proxy CPU/req on ÷ off = 1.60",
+			},
+		},
+		{
+			name: "records off row failed",
+			rows: []Row{
+				ok(rowBaton2, 900, 110), {Name: rowBaton2NoRecords, Status: statusFailed, Note: "probe"},
+				{Name: rowBaton2RedisBoth, Status: statusSkipped, Note: "no Redis"},
+			},
+			want: []string{
+				"records on ÷ off throughput (memory) = n/a (needs baton-2hop and baton-2hop-norecords to succeed)",
+				"records on ÷ off throughput (redis-both) = n/a (needs baton-2hop-redis-both and baton-2hop-redis-both-norecords to succeed)",
+			},
+			not: []string{"records on ÷ off throughput (redis)", "dedupe on"},
+		},
+		{
+			name: "warning on a measured row",
+			rows: []Row{{Name: rowBaton2, Status: statusOK, RPS: 900, ProxyCPUUsPerReq: cpu(110), Warnings: []string{"it broke"}}},
+			want: []string{"baton-2hop: WARNING: it broke"},
+		},
+		{
+			// baton-2hop is the on row of two pairs: -rows for one pair
+			// says nothing about the other.
+			name: "one pair of baton-2hop selected",
+			rows: []Row{ok(rowBaton2NoDedupe, 1000, 100), ok(rowBaton2, 900, 110)},
+			want: []string{"dedupe on ÷ off throughput (memory) = 0.90"},
+			not:  []string{"records on"},
 		},
 		{
 			name: "redis skipped",
@@ -170,7 +287,7 @@ func TestDedupeFindings(t *testing.T) {
 		{
 			name: "rows not selected",
 			rows: []Row{ok(rowBaton1, 900, 110)},
-			not:  []string{"dedupe on"},
+			not:  []string{"dedupe on", "records on"},
 		},
 	}
 	for _, tt := range tests {

@@ -3,10 +3,12 @@
 // it costs: directly, through one bare Go reverse-proxy hop built from
 // Baton's own transport (the Go floor), through one Baton, through two
 // Batons (egress then ingress, the real path; also with the receiver's
-// ingress dedupe window off, and with Redis as its store, to read what the
-// window costs), and through nginx (the C floor). For every row it reports throughput, latency, the proxy's CPU time
-// per request and its memory, so that Baton's overhead is read against the
-// best a Go proxy can do, not against nothing.
+// ingress dedupe window off, with handoff records off on both, and with Redis
+// as the receiver's store or both Batons', to read what the window and the
+// records cost), and through nginx (the C floor). For every row it reports
+// throughput, latency, the proxy's CPU time per request and its memory, so
+// that Baton's overhead is read against the best a Go proxy can do, not
+// against nothing.
 //
 // Usage:
 //
@@ -53,23 +55,29 @@ func main() {
 }
 
 // rowNames are the rows in the order they run and print.
-// The dedupe variants follow baton-2hop directly so that each pair compared
-// in a ratio runs back to back.
+// Every pair compared in a ratio runs back to back: a row's -norecords
+// variant runs right after it, and its -nodedupe variant right before it.
 var rowNames = []string{
 	rowDirect, rowFloor, rowBaton1,
-	rowBaton2, rowBaton2NoDedupe, rowBaton2Redis, rowBaton2RedisNoDedupe,
+	rowBaton2NoDedupe, rowBaton2, rowBaton2NoRecords,
+	rowBaton2RedisNoDedupe, rowBaton2Redis, rowBaton2RedisNoRecords,
+	rowBaton2RedisBoth, rowBaton2RedisBothNoRecords,
 	rowNginx,
 }
 
 const (
-	rowDirect              = "direct"
-	rowFloor               = "go-floor"
-	rowBaton1              = "baton-1hop"
-	rowBaton2              = "baton-2hop"
-	rowBaton2NoDedupe      = "baton-2hop-nodedupe"
-	rowBaton2Redis         = "baton-2hop-redis"
-	rowBaton2RedisNoDedupe = "baton-2hop-redis-nodedupe"
-	rowNginx               = "nginx"
+	rowDirect                   = "direct"
+	rowFloor                    = "go-floor"
+	rowBaton1                   = "baton-1hop"
+	rowBaton2                   = "baton-2hop"
+	rowBaton2NoDedupe           = "baton-2hop-nodedupe"
+	rowBaton2NoRecords          = "baton-2hop-norecords"
+	rowBaton2Redis              = "baton-2hop-redis"
+	rowBaton2RedisNoDedupe      = "baton-2hop-redis-nodedupe"
+	rowBaton2RedisNoRecords     = "baton-2hop-redis-norecords"
+	rowBaton2RedisBoth          = "baton-2hop-redis-both"
+	rowBaton2RedisBothNoRecords = "baton-2hop-redis-both-norecords"
+	rowNginx                    = "nginx"
 )
 
 // options are the command-line settings of one run.

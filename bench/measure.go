@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/batonproxy/baton/config"
 )
 
 // measure runs wrk against ep and fills row: idle RSS, an unmeasured
@@ -31,6 +33,9 @@ func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
 		w.dur = h.o.warmup
 		if _, err := w.run(ctx); err != nil {
 			return fmt.Errorf("warmup: %w", err)
+		}
+		if err := h.afterWarmup(ctx, ep, row); err != nil {
+			return err
 		}
 	}
 	w.dur = h.o.dur
@@ -85,7 +90,7 @@ func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
 	}
 	for i, s := range ep.services {
 		if after, err := sumCPU(s.pids); err == nil && svcErr[i] == nil {
-			row.Services = append(row.Services, InstanceStat{Name: s.name, PIDs: s.pids, CPUSec: (after - svcBefore[i]).Seconds()})
+			row.Services = append(row.Services, InstanceStat{Name: s.name, Role: s.role, PIDs: s.pids, CPUSec: (after - svcBefore[i]).Seconds()})
 		}
 	}
 	row.fill(r, agentAfter-agentBefore)
@@ -132,4 +137,55 @@ func (h *harness) waitQuiet(ctx context.Context) {
 			h.logf("machine %.0f%% busy with other work; waiting for it to quiet down", pct)
 		}
 	}
+}
+
+// recoverWithin bounds how long a path that broke at the end of the warmup
+// may take to answer again: a Baton circuit breaker's default open_for, plus
+// slack for the half-open probe.
+const recoverWithin = config.DefaultBreakerOpenFor + 15*time.Second
+
+// settleAfterWarmup is how long the path is probed after the warmup, every
+// 100ms, before the measured run.
+const settleAfterWarmup = time.Second
+
+// afterWarmup probes the path again once the warmup is over. wrk ends a run
+// by closing its connections with requests in flight, as any client that
+// gives up does; a proxy should take that in its stride. If the path does
+// not answer as the agent, the measured run would only count errors: wait
+// (at most recoverWithin) until it does, and say on the row that it broke
+// and for how long. A path that does not recover fails the row.
+func (h *harness) afterWarmup(ctx context.Context, ep *endpoint, row *Row) error {
+	// The cancellations reach the proxies a moment after wrk exits, and a
+	// breaker opens only once it has counted them: probe for a while.
+	var first error
+	for end := time.Now().Add(settleAfterWarmup); first == nil && time.Now().Before(end); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		first = probe(ep.url, ep.host, h.body)
+	}
+	if first == nil {
+		return nil
+	}
+	start := time.Now()
+	_, err := poll(ctx, nil, 250*time.Millisecond, recoverWithin, "the path after the warmup", func() error {
+		if err := probe(ep.url, ep.host, h.body); err != nil {
+			return fmt.Errorf("%w: %v", errNotYet, err)
+		}
+		return nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return fmt.Errorf("the path stopped answering as the agent when wrk's warmup ended "+
+			"(and closed its connections with requests in flight), and did not recover: %w; first failed probe: %v", err, first)
+	}
+	row.Warnings = append(row.Warnings, fmt.Sprintf(
+		"the path stopped answering as the agent when wrk's warmup ended (and closed its connections with requests in flight); "+
+			"it answered again %.1fs later, and the measured run started then. First failed probe: %v",
+		time.Since(start).Seconds(), first))
+	return nil
 }

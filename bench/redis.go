@@ -13,20 +13,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// benchRedisURL is the Redis the -redis rows give Baton B as its store: the
-// machine's own, on the default port.
+// benchRedisURL is the Redis the -redis rows give Baton B (and, in the
+// -redis-both rows, Baton A) as its store: the machine's own, on the
+// default port.
 const benchRedisURL = "redis://127.0.0.1:6379/0"
 
-// benchRedis is the harness's own connection to the Redis a row's Baton B
-// uses: to check that it answers before the row starts, to count
+// benchRedis is the harness's own connection to the Redis a row's Batons
+// use: to check that it answers before the row starts, to count
 // redis-server's CPU as the row's rather than as noise, and to remove the
 // row's keys afterwards.
 type benchRedis struct {
-	client  *redis.Client
-	addr    string
-	prefix  string // unique to the row, so that its keys can be found and removed
-	version string
-	pid     int // 0 when redis-server is not a process this harness can read
+	client *redis.Client
+	addr   string
+	// prefixes are the key prefixes handed out by newPrefix, one per Baton:
+	// unique to the row, so that its keys can be found and removed.
+	prefixes []string
+	version  string
+	pid      int // 0 when redis-server is not a process this harness can read
 }
 
 // openRedis connects to rawURL and checks that it answers PING. A Redis
@@ -45,9 +48,6 @@ func openRedis(ctx context.Context, rawURL string) (*benchRedis, error) {
 		r.client.Close()
 		return nil, skipError{fmt.Sprintf("no Redis answering PING at %s (%v); start redis-server there to run this row", opt.Addr, err)}
 	}
-	var id [6]byte
-	_, _ = rand.Read(id[:])
-	r.prefix = "bench:" + hex.EncodeToString(id[:]) + ":"
 	if info, err := r.client.Info(pctx, "server").Result(); err == nil {
 		r.version, r.pid = parseRedisInfo(info)
 	}
@@ -76,6 +76,16 @@ func parseRedisInfo(info string) (version string, pid int) {
 	return version, pid
 }
 
+// newPrefix returns a fresh key prefix, bench:<12 random hex digits>:, and
+// remembers it so that close removes its keys.
+func (r *benchRedis) newPrefix() string {
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	p := "bench:" + hex.EncodeToString(id[:]) + ":"
+	r.prefixes = append(r.prefixes, p)
+	return p
+}
+
 // name describes the server for the report.
 func (r *benchRedis) name() string {
 	if r.version == "" {
@@ -84,13 +94,25 @@ func (r *benchRedis) name() string {
 	return "redis-server " + r.version
 }
 
-// close removes the row's keys (SCAN for the prefix, UNLINK in batches) and
+// close removes the row's keys (SCAN for each prefix, UNLINK in batches) and
 // closes the connection. Leaving keys behind is harmless, they have TTLs,
 // so a failure is only logged.
 func (r *benchRedis) close(logf func(string, ...any)) {
 	defer r.client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	for _, p := range r.prefixes {
+		removed, err := r.removeKeys(ctx, p)
+		if err != nil {
+			logf("redis: removing keys %s* (they expire by their TTLs): %v", p, err)
+			continue
+		}
+		logf("redis: removed %d keys %s*", removed, p)
+	}
+}
+
+// removeKeys unlinks every key under prefix.
+func (r *benchRedis) removeKeys(ctx context.Context, prefix string) (int64, error) {
 	var removed int64
 	batch := make([]string, 0, 512)
 	flush := func() error {
@@ -102,7 +124,7 @@ func (r *benchRedis) close(logf func(string, ...any)) {
 		batch = batch[:0]
 		return err
 	}
-	it := r.client.Scan(ctx, 0, r.prefix+"*", 1000).Iterator()
+	it := r.client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var err error
 	for err == nil && it.Next(ctx) {
 		if batch = append(batch, it.Val()); len(batch) == cap(batch) {
@@ -115,9 +137,5 @@ func (r *benchRedis) close(logf func(string, ...any)) {
 	if err == nil {
 		err = flush()
 	}
-	if err != nil {
-		logf("redis: removing keys %s* (they expire by TTL): %v", r.prefix, err)
-		return
-	}
-	logf("redis: removed %d keys %s*", removed, r.prefix)
+	return removed, err
 }

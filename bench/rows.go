@@ -44,6 +44,7 @@ type instance struct {
 	name  string
 	pids  []int
 	ready time.Duration // process start to /readyz 200; Baton only
+	role  string        // what a service is to the row, for the report
 }
 
 func (h *harness) logf(format string, args ...any) {
@@ -83,14 +84,14 @@ func (h *harness) runAll(ctx context.Context) (*results, error) {
 	}
 
 	setups := map[string]func(context.Context) (*endpoint, func(), error){
-		rowDirect:              h.setupDirect,
-		rowFloor:               h.setupFloor,
-		rowBaton1:              h.setupBaton1,
-		rowBaton2:              h.setupBaton2(twoHop{row: rowBaton2}),
-		rowBaton2NoDedupe:      h.setupBaton2(twoHop{row: rowBaton2NoDedupe, noDedupe: true}),
-		rowBaton2Redis:         h.setupBaton2(twoHop{row: rowBaton2Redis, redis: true}),
-		rowBaton2RedisNoDedupe: h.setupBaton2(twoHop{row: rowBaton2RedisNoDedupe, redis: true, noDedupe: true}),
-		rowNginx:               h.setupNginx,
+		rowDirect: h.setupDirect,
+		rowFloor:  h.setupFloor,
+		rowBaton1: h.setupBaton1,
+		rowNginx:  h.setupNginx,
+	}
+	for name, v := range twoHops {
+		v.row = name
+		setups[name] = h.setupBaton2(v)
 	}
 	for _, name := range rowNames {
 		if !h.o.rows[name] {
@@ -221,66 +222,108 @@ func (h *harness) setupBaton1(ctx context.Context) (*endpoint, func(), error) {
 	}}, stop, nil
 }
 
-// twoHop is what a baton-2hop row varies at Baton B, the receiver: its
-// store and whether its ingress dedupe window is on.
+// twoHop is what a baton-2hop row varies: Baton B's (the receiver's) dedupe
+// window, which Batons keep their state in Redis, and whether both write
+// handoff records.
 type twoHop struct {
-	row      string // names the processes, their configs and logs: <row>-a, <row>-b
-	noDedupe bool
-	redis    bool
+	row       string // names the processes, their configs and logs: <row>-a, <row>-b
+	noDedupe  bool   // Baton B's ingress dedupe window off
+	redisB    bool   // Redis is Baton B's store
+	redisA    bool   // Redis is Baton A's store too
+	noRecords bool   // records: {enabled: false} on both Batons
 }
 
-// setupBaton2 returns the setup of a baton-2hop row with Baton B set up as
-// v says.
+// twoHops are the baton-2hop rows, by name.
+var twoHops = map[string]twoHop{
+	rowBaton2:                   {},
+	rowBaton2NoDedupe:           {noDedupe: true},
+	rowBaton2NoRecords:          {noRecords: true},
+	rowBaton2Redis:              {redisB: true},
+	rowBaton2RedisNoDedupe:      {redisB: true, noDedupe: true},
+	rowBaton2RedisNoRecords:     {redisB: true, noRecords: true},
+	rowBaton2RedisBoth:          {redisA: true, redisB: true},
+	rowBaton2RedisBothNoRecords: {redisA: true, redisB: true, noRecords: true},
+}
+
+// specs returns Baton A's and Baton B's configurations for the row, without
+// their addresses and A's peer, which startBaton2 fills in. rdb hands out
+// the Redis key prefixes; it is nil when neither Baton uses Redis.
+func (v twoHop) specs(agentURL, logLevel string, rdb *benchRedis) (a, b batonSpec) {
+	a = batonSpec{
+		name: v.row + "-a", agent: "bench-a", upstream: agentURL, logLevel: logLevel,
+		edgesTo: []string{"bench-b"}, noRecords: v.noRecords,
+	}
+	b = batonSpec{
+		name: v.row + "-b", agent: "bench-b", upstream: agentURL, logLevel: logLevel,
+		edgeFrom: []string{"bench-a"}, noDedupe: v.noDedupe, noRecords: v.noRecords,
+	}
+	// Each Baton gets its own prefix, as two deployments sharing a Redis would.
+	if v.redisA && rdb != nil {
+		a.redisURL, a.redisPrefix = benchRedisURL, rdb.newPrefix()
+	}
+	if v.redisB && rdb != nil {
+		b.redisURL, b.redisPrefix = benchRedisURL, rdb.newPrefix()
+	}
+	return a, b
+}
+
+// storeRole says whose store Redis is in the row, for the report.
+func (v twoHop) storeRole() string {
+	switch {
+	case v.redisA && v.redisB:
+		return "Baton A's and B's store"
+	case v.redisA:
+		return "Baton A's store"
+	}
+	return "Baton B's store"
+}
+
+// setupBaton2 returns the setup of a baton-2hop row with its Batons set up
+// as v says.
 func (h *harness) setupBaton2(v twoHop) func(context.Context) (*endpoint, func(), error) {
 	return func(ctx context.Context) (*endpoint, func(), error) {
 		bin, err := h.baton(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		specB := batonSpec{
-			name: v.row + "-b", agent: "bench-b", upstream: "http://" + h.agentAddr, logLevel: h.o.batonLog,
-			edgeFrom: []string{"bench-a"}, noDedupe: v.noDedupe,
-		}
 		var rdb *benchRedis
-		if v.redis {
+		if v.redisA || v.redisB {
 			if rdb, err = openRedis(ctx, benchRedisURL); err != nil {
 				return nil, nil, err
 			}
-			specB.redisURL, specB.redisPrefix = benchRedisURL, rdb.prefix
 		}
-		ep, stop, err := h.startBaton2(ctx, bin, v.row+"-a", specB)
+		specA, specB := v.specs("http://"+h.agentAddr, h.o.batonLog, rdb)
+		ep, stop, err := h.startBaton2(ctx, bin, specA, specB)
 		if rdb == nil {
 			return ep, stop, err
 		}
 		if ep != nil && rdb.pid > 0 {
-			ep.services = []instance{{name: rdb.name(), pids: []int{rdb.pid}}}
+			ep.services = []instance{{name: rdb.name(), pids: []int{rdb.pid}, role: v.storeRole()}}
 		}
-		// Keys go after the Batons, and after the measurement: not on its clock.
+		// Keys go after the Batons (which flush their queued records as they
+		// stop), and after the measurement: not on its clock.
 		return ep, func() { stop(); rdb.close(h.logf) }, err
 	}
 }
 
-// startBaton2 starts Baton B from specB (the addresses are filled in here),
-// then Baton A, named nameA, with B's ingress as its peer, and probes the
-// path.
-func (h *harness) startBaton2(ctx context.Context, bin, nameA string, specB batonSpec) (*endpoint, func(), error) {
+// startBaton2 starts Baton B from specB, then Baton A from specA with B's
+// ingress as its peer bench-b (the addresses are filled in here), and
+// probes the path.
+func (h *harness) startBaton2(ctx context.Context, bin string, specA, specB batonSpec) (*endpoint, func(), error) {
 	a, err := freeAddrs(6)
 	if err != nil {
 		return nil, func() {}, err
 	}
+	specA.egress, specA.ingress, specA.admin = a[0], a[1], a[2]
 	specB.egress, specB.ingress, specB.admin = a[3], a[4], a[5]
+	specA.peers = map[string]string{"bench-b": "http://" + a[4]}
 	// B first, so that A's peer is listening when A starts.
 	cb, readyB, err := h.startBaton(ctx, bin, specB)
 	stopB := stopper(cb)
 	if err != nil {
 		return nil, stopB, err
 	}
-	ca, readyA, err := h.startBaton(ctx, bin, batonSpec{
-		name: nameA, agent: "bench-a", upstream: "http://" + h.agentAddr, logLevel: h.o.batonLog,
-		egress: a[0], ingress: a[1], admin: a[2],
-		peers:   map[string]string{"bench-b": "http://" + a[4]},
-		edgesTo: []string{"bench-b"},
-	})
+	ca, readyA, err := h.startBaton(ctx, bin, specA)
 	stop := func() { stopper(ca)(); stopB() }
 	if err != nil {
 		return nil, stop, err
