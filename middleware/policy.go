@@ -41,7 +41,7 @@ func Policy(o PolicyOptions) func(http.Handler) http.Handler {
 					policyDenied(w, r, "uncorrelated", "this handoff cannot be tied to an inbound handoff (no traceparent this Baton has seen), and trust.uncorrelated is deny")
 					return
 				}
-				o.Log.LogAttrs(r.Context(), slog.LevelInfo, "uncorrelated handoff",
+				o.Log.LogAttrs(r.Context(), slog.LevelDebug, "uncorrelated handoff",
 					slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID))
 			} else if o.Grants != nil {
 				trace := in.TraceID

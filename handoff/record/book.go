@@ -169,16 +169,24 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			if !ok {
 				tail = b.tails.get(r.TraceID)
 			}
-			entry, next, err := encodeEntry(tail, r, now)
-			if err != nil {
-				return err
-			}
-			full, err := json.Marshal(r)
+			// The record goes to the chain and its key without the
+			// checkpoint; the checkpoint has a key of its own, written once.
+			snap := *r
+			snap.Request = nil
+			enc, err := json.Marshal(&snap)
 			if err != nil {
 				return fmt.Errorf("record: encoding: %w", err)
 			}
-			links[i] = state.Link{Log: chainKey(r.TraceID), Prev: tail, Tail: next, Entry: entry,
-				Sets: []state.KV{{Key: recordKey(r.ID), Val: full}}, TTL: b.retention}
+			entry, next := encodeEntry(tail, enc, now)
+			sets := []state.KV{{Key: recordKey(r.ID), Val: enc}}
+			if r.Request != nil && !r.checkpointed {
+				cp, err := json.Marshal(r.Request)
+				if err != nil {
+					return fmt.Errorf("record: encoding checkpoint: %w", err)
+				}
+				sets = append(sets, state.KV{Key: checkpointKey(r.ID), Val: cp})
+			}
+			links[i] = state.Link{Log: chainKey(r.TraceID), Prev: tail, Tail: next, Entry: entry, Sets: sets, TTL: b.retention}
 			assumed[r.TraceID] = next
 		}
 		res, err := b.store.AppendChained(ctx, links)
@@ -193,6 +201,9 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 				return fmt.Errorf("record: writing %s: %w", pending[i].ID, lr.Err)
 			case lr.OK:
 				b.tails.set(pending[i].TraceID, links[i].Tail)
+				if pending[i].Request != nil {
+					pending[i].checkpointed = true
+				}
 			default:
 				// Another writer linked first: learn its tail, try again. Later
 				// records of the same trace in this batch failed too.
@@ -223,6 +234,18 @@ func (b *Book) Get(ctx context.Context, id string) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(v, &r); err != nil {
 		return nil, fmt.Errorf("record: decoding %s: %w", id, err)
+	}
+	if r.Side == Egress {
+		cp, err := b.store.Get(ctx, checkpointKey(id))
+		switch {
+		case err == nil:
+			r.Request = &Request{}
+			if err := json.Unmarshal(cp, r.Request); err != nil {
+				return nil, fmt.Errorf("record: decoding the checkpoint of %s: %w", id, err)
+			}
+		case !errors.Is(err, state.ErrNotFound):
+			return nil, fmt.Errorf("record: reading the checkpoint of %s: %w", id, err)
+		}
 	}
 	return &r, nil
 }

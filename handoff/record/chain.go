@@ -23,18 +23,25 @@ type Entry struct {
 	Record Record    `json:"record"`
 }
 
-// encodeEntry returns the stored bytes of the entry after tail for rec, and
-// the new tail.
-func encodeEntry(tail string, rec *Record, now time.Time) ([]byte, string, error) {
+// encodeEntry returns the stored bytes of the entry after tail for a record
+// already encoded (without its checkpoint) as snap, and the new tail. The
+// bytes are those json.Marshal(Entry{...}) gives, built without encoding the
+// record twice.
+func encodeEntry(tail string, snap []byte, now time.Time) ([]byte, string) {
 	seq, prev := parseTail(tail)
-	snap := *rec
-	snap.Request = nil
-	b, err := json.Marshal(Entry{Seq: seq + 1, Prev: prev, At: now.UTC(), Record: snap})
-	if err != nil {
-		return nil, "", fmt.Errorf("record: encoding entry: %w", err)
-	}
+	at, _ := now.UTC().MarshalJSON()
+	b := make([]byte, 0, len(snap)+len(prev)+64)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, int64(seq+1), 10)
+	b = append(b, `,"prev":"`...)
+	b = append(b, prev...)
+	b = append(b, `","at":`...)
+	b = append(b, at...)
+	b = append(b, `,"record":`...)
+	b = append(b, snap...)
+	b = append(b, '}')
 	sum := sha256.Sum256(b)
-	return b, strconv.Itoa(seq+1) + ":" + hex.EncodeToString(sum[:]), nil
+	return b, strconv.Itoa(seq+1) + ":" + hex.EncodeToString(sum[:])
 }
 
 // parseTail splits "seq:digest"; an empty tail is seq 0 with no digest.

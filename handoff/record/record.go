@@ -78,8 +78,10 @@ type Record struct {
 	Updated time.Time `json:"updated"`
 
 	// Request is the checkpoint: the outbound request as sent (egress only).
-	// It is stored with the record, not in the hash chain.
+	// It is stored once, beside the record, not in the hash chain.
 	Request *Request `json:"request,omitempty"`
+
+	checkpointed bool // the checkpoint is stored
 }
 
 // EnvelopeSummary is what a record keeps of a handoff envelope.
@@ -138,6 +140,7 @@ func isHex(s string) bool {
 // Keys of one trace share the Redis Cluster hash tag {trace id}.
 func recordKey(id string) string     { return "{" + TraceOf(id) + "}:rec:" + id }
 func chainKey(traceID string) string { return "{" + traceID + "}:chain" }
+func checkpointKey(id string) string { return "{" + TraceOf(id) + "}:cp:" + id }
 
 // Dead-letter indexes: all dead letters, and those of one edge.
 const dlqKey = "dlq"
