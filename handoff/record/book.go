@@ -41,7 +41,7 @@ type Book struct {
 	log       *slog.Logger
 
 	tails tailCache
-	queue chan Record
+	queue chan queued
 	done  chan struct{}
 
 	mu     sync.RWMutex // guards closed against sends on the closed queue
@@ -63,7 +63,7 @@ const (
 // and reads find nothing.
 func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
 	b := &Book{store: store, retention: retention, log: log,
-		tails: tailCache{m: map[string]string{}}, queue: make(chan Record, queueSize), done: make(chan struct{})}
+		tails: tailCache{m: map[string]string{}}, queue: make(chan queued, queueSize), done: make(chan struct{})}
 	go b.flusher()
 	return b
 }
@@ -71,13 +71,52 @@ func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
 // Failed returns how many record writes the store refused.
 func (b *Book) Failed() int64 { return b.failed.Load() }
 
-// Write stores the records now, each appended to its trace's chain.
+// queued is a snapshot waiting for the flusher; done, when set, hears the
+// outcome of its write.
+type queued struct {
+	rec  Record
+	done chan error
+}
+
+// Write stores the records now, each appended to its trace's chain, and
+// returns once they are stored. Writes go through the flusher's queue like
+// WriteLater's, so that the writes of one record land in the order they were
+// made.
 func (b *Book) Write(ctx context.Context, recs ...*Record) error {
-	err := b.write(ctx, recs)
-	if err != nil {
-		b.lost(recs, err)
+	if b.store == nil {
+		return nil
 	}
-	return err
+	done := make(chan error, len(recs))
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		err := b.write(ctx, recs)
+		if err != nil {
+			b.lost(recs, err)
+		}
+		return err
+	}
+	for _, r := range recs {
+		b.queue <- queued{rec: *r, done: done}
+	}
+	b.mu.RUnlock()
+	var first error
+	for range recs {
+		select {
+		case err := <-done:
+			if err != nil && first == nil {
+				first = err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("record: writing: %w", ctx.Err())
+		}
+	}
+	if first == nil {
+		for _, r := range recs {
+			r.checkpointed = r.checkpointed || r.Request != nil
+		}
+	}
+	return first
 }
 
 // WriteLater queues a snapshot of rec for the background flusher; after
@@ -88,14 +127,16 @@ func (b *Book) WriteLater(rec *Record) {
 	}
 	b.mu.RLock()
 	if !b.closed {
-		b.queue <- *rec
+		b.queue <- queued{rec: *rec}
 		b.mu.RUnlock()
 		return
 	}
 	b.mu.RUnlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = b.Write(ctx, rec)
+	if err := b.write(ctx, []*Record{rec}); err != nil {
+		b.lost([]*Record{rec}, err)
+	}
 }
 
 // Close flushes what is queued and stops the flusher.
@@ -111,26 +152,37 @@ func (b *Book) Close() {
 
 func (b *Book) flusher() {
 	defer close(b.done)
+	items := make([]queued, 0, flushBatch)
 	batch := make([]*Record, 0, flushBatch)
-	for rec := range b.queue {
-		batch = append(batch[:0], &rec)
+	for q := range b.queue {
+		items = append(items[:0], q)
 	more:
-		for len(batch) < flushBatch {
+		for len(items) < flushBatch {
 			select {
-			case r, ok := <-b.queue:
+			case q, ok := <-b.queue:
 				if !ok {
 					break more
 				}
-				batch = append(batch, &r)
+				items = append(items, q)
 			default:
 				break more
 			}
 		}
+		batch = batch[:0]
+		for i := range items {
+			batch = append(batch, &items[i].rec)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := b.write(ctx, batch); err != nil {
+		err := b.write(ctx, batch)
+		if err != nil {
 			b.lost(batch, err)
 		}
 		cancel()
+		for _, q := range items {
+			if q.done != nil {
+				q.done <- err
+			}
+		}
 	}
 }
 
