@@ -37,7 +37,9 @@ func buildBaton(ctx context.Context, root, dir string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	bin := filepath.Join(dir, "baton")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/baton")
+	// The same build as `make build` and the image: static, trimmed,
+	// stripped, so that RSS is measured on what ships.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/baton")
 	cmd.Dir = root
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

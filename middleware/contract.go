@@ -118,14 +118,15 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 // would make a retry look like a different request. Bounded, first in first
 // out.
 type stampTimes struct {
+	size  int
 	mu    sync.Mutex
 	m     map[string]time.Time
-	order []string
+	order []string // grows to size, then wraps at next
 	next  int
 }
 
 func newStampTimes(n int) *stampTimes {
-	return &stampTimes{m: make(map[string]time.Time), order: make([]string, n)}
+	return &stampTimes{size: n, m: make(map[string]time.Time)}
 }
 
 // at returns the first stamp time of key, recording now when it is new.
@@ -135,11 +136,13 @@ func (s *stampTimes) at(key string, now time.Time) time.Time {
 	if t, ok := s.m[key]; ok {
 		return t
 	}
-	if old := s.order[s.next]; old != "" {
-		delete(s.m, old)
+	if len(s.order) < s.size {
+		s.order = append(s.order, key)
+	} else {
+		delete(s.m, s.order[s.next])
+		s.order[s.next] = key
+		s.next = (s.next + 1) % s.size
 	}
-	s.order[s.next] = key
-	s.next = (s.next + 1) % len(s.order)
 	s.m[key] = now
 	return now
 }

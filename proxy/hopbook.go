@@ -69,9 +69,10 @@ func (b *hopBook) ContextTrace(id string) string {
 // fifo is a bounded map with expiry that forgets its oldest key when full.
 type fifo[V any] struct {
 	ttl   time.Duration
+	size  int
 	mu    sync.Mutex
 	m     map[string]fifoEntry[V]
-	order []string
+	order []string // grows to size, then wraps at next
 	next  int
 }
 
@@ -81,7 +82,7 @@ type fifoEntry[V any] struct {
 }
 
 func newFIFO[V any](size int, ttl time.Duration) *fifo[V] {
-	return &fifo[V]{ttl: ttl, m: make(map[string]fifoEntry[V]), order: make([]string, size)}
+	return &fifo[V]{ttl: ttl, size: size, m: make(map[string]fifoEntry[V])}
 }
 
 func (f *fifo[V]) get(k string) (V, bool) {
@@ -107,11 +108,13 @@ func (f *fifo[V]) update(k string, fn func(old V, ok bool) V) {
 	live := ok && time.Now().Before(old.expires)
 	v := fn(old.v, live)
 	if !ok {
-		if old := f.order[f.next]; old != "" {
-			delete(f.m, old)
+		if len(f.order) < f.size {
+			f.order = append(f.order, k)
+		} else {
+			delete(f.m, f.order[f.next])
+			f.order[f.next] = k
+			f.next = (f.next + 1) % f.size
 		}
-		f.order[f.next] = k
-		f.next = (f.next + 1) % len(f.order)
 	}
 	f.m[k] = fifoEntry[V]{v: v, expires: time.Now().Add(f.ttl)}
 }
