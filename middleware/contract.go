@@ -55,18 +55,9 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 					next.ServeHTTP(w, r)
 					return
 				}
-				body, err := readBody(r)
-				if err != nil {
-					var tooBig *http.MaxBytesError
-					if errors.As(err, &tooBig) {
-						BodyTooLarge(w, r, tooBig.Limit)
-						return
-					}
-					in.Err = err
-					problem.Write(w, r, problem.BadRequest, "reading the request body failed")
+				if !buffer(w, r, in) {
 					return
 				}
-				in.Body, in.Buffered = body, true
 			}
 			agent := ""
 			if in.Side == Egress {

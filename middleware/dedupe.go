@@ -127,21 +127,10 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.Key = key
-	body := in.Body
-	if !in.Buffered {
-		var err error
-		if body, err = readBody(r); err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				BodyTooLarge(w, r, tooBig.Limit)
-				return
-			}
-			in.Err = err
-			problem.Write(w, r, problem.BadRequest, "reading the request body failed")
-			return
-		}
-		in.Body, in.Buffered = body, true
+	if !buffer(w, r, in) {
+		return
 	}
+	body := in.Body
 	sniffRPC(in, r, body)
 	fp := fingerprint(r, body, in.RPC)
 	skey := dedupeKey(in.From, in.To, key)

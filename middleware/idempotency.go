@@ -61,19 +61,8 @@ func IdempotencyKey(bufferMax int64, bufferAll bool) func(http.Handler) http.Han
 				r.Header[HeaderIdempotencyKey] = []string{QuoteKey(key)}
 			}
 			derive := !hasKey && !idempotentMethod(r.Method)
-			if derive || bufferAll || (r.ContentLength >= 0 && r.ContentLength <= bufferMax) {
-				body, err := readBody(r)
-				if err != nil {
-					var tooBig *http.MaxBytesError
-					if errors.As(err, &tooBig) {
-						BodyTooLarge(w, r, tooBig.Limit)
-						return
-					}
-					in.Err = err
-					problem.Write(w, r, problem.BadRequest, "reading the request body failed")
-					return
-				}
-				in.Body, in.Buffered = body, true
+			if (derive || bufferAll || (r.ContentLength >= 0 && r.ContentLength <= bufferMax)) && !buffer(w, r, in) {
+				return
 			}
 			if derive {
 				in.Key, in.KeyDerived = DeriveKey(in, r, in.Body), true
@@ -82,6 +71,28 @@ func IdempotencyKey(bufferMax int64, bufferAll bool) func(http.Handler) http.Han
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// buffer makes sure in.Body holds the whole (capped) body, answering 413 or
+// 400 and returning false when it cannot be read. A body already buffered is
+// not read again.
+func buffer(w http.ResponseWriter, r *http.Request, in *Info) bool {
+	if in.Buffered {
+		return true
+	}
+	body, err := readBody(r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			BodyTooLarge(w, r, tooBig.Limit)
+			return false
+		}
+		in.Err = err
+		problem.Write(w, r, problem.BadRequest, "reading the request body failed")
+		return false
+	}
+	in.Body, in.Buffered = body, true
+	return true
 }
 
 // readBody reads the whole (capped) body and replaces it with a replayable

@@ -63,21 +63,10 @@ func Verify(o VerifyOptions) func(http.Handler) http.Handler {
 					refuseSignature(w, r, trust.ReasonUnknownKey, "this Baton has no trust bundle, so it cannot verify signatures")
 					return
 				}
-				body := in.Body
-				if !in.Buffered {
-					var err error
-					if body, err = readBody(r); err != nil {
-						var tooBig *http.MaxBytesError
-						if errors.As(err, &tooBig) {
-							BodyTooLarge(w, r, tooBig.Limit)
-							return
-						}
-						problem.Write(w, r, problem.BadRequest, "reading the request body failed")
-						return
-					}
-					in.Body, in.Buffered = body, true
+				if !buffer(w, r, in) {
+					return
 				}
-				msg := trust.RequestMessage(r, body)
+				msg := trust.RequestMessage(r, in.Body)
 				if in.TraceparentIn != r.Header.Get(HeaderTraceparent) {
 					msg.Header = r.Header.Clone()
 					if in.TraceparentIn == "" {
