@@ -68,6 +68,8 @@ type batonSpec struct {
 	// (records: {enabled: false}). The breaker and retries stay: Baton has
 	// no switch for them.
 	noRecords bool
+	// noContract turns the envelope contract off (contract: {mode: off}).
+	noContract bool
 	// redisURL, when set, makes Redis the store, with keys under redisPrefix.
 	redisURL    string
 	redisPrefix string
@@ -87,6 +89,9 @@ func (s batonSpec) yaml() string {
 	}
 	if s.noDedupe {
 		b.WriteString("dedupe:\n  enabled: false\n")
+	}
+	if s.noContract {
+		b.WriteString("contract:\n  mode: \"off\"\n")
 	}
 	if s.noRecords {
 		b.WriteString("records:\n  enabled: false\n")

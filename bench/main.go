@@ -58,7 +58,7 @@ func main() {
 // Every pair compared in a ratio runs back to back: a row's -norecords
 // variant runs right after it, and its -nodedupe variant right before it.
 var rowNames = []string{
-	rowDirect, rowFloor, rowBaton1,
+	rowDirect, rowFloor, rowBaton1Core, rowBaton1,
 	rowBaton2NoDedupe, rowBaton2, rowBaton2NoRecords,
 	rowBaton2RedisNoDedupe, rowBaton2Redis, rowBaton2RedisNoRecords,
 	rowBaton2RedisBoth, rowBaton2RedisBothNoRecords,
@@ -69,6 +69,7 @@ const (
 	rowDirect                   = "direct"
 	rowFloor                    = "go-floor"
 	rowBaton1                   = "baton-1hop"
+	rowBaton1Core               = "baton-1hop-core"
 	rowBaton2                   = "baton-2hop"
 	rowBaton2NoDedupe           = "baton-2hop-nodedupe"
 	rowBaton2NoRecords          = "baton-2hop-norecords"

@@ -84,10 +84,11 @@ func (h *harness) runAll(ctx context.Context) (*results, error) {
 	}
 
 	setups := map[string]func(context.Context) (*endpoint, func(), error){
-		rowDirect: h.setupDirect,
-		rowFloor:  h.setupFloor,
-		rowBaton1: h.setupBaton1,
-		rowNginx:  h.setupNginx,
+		rowDirect:     h.setupDirect,
+		rowFloor:      h.setupFloor,
+		rowBaton1:     h.setupBaton1,
+		rowBaton1Core: h.setupBaton1Core,
+		rowNginx:      h.setupNginx,
 	}
 	for name, v := range twoHops {
 		v.row = name
@@ -194,6 +195,16 @@ func (h *harness) baton(ctx context.Context) (string, error) {
 }
 
 func (h *harness) setupBaton1(ctx context.Context) (*endpoint, func(), error) {
+	return h.setupBaton1With(ctx, false)
+}
+
+// setupBaton1Core is one Baton hop with only the core of a hop: records,
+// checkpoints and the envelope contract off.
+func (h *harness) setupBaton1Core(ctx context.Context) (*endpoint, func(), error) {
+	return h.setupBaton1With(ctx, true)
+}
+
+func (h *harness) setupBaton1With(ctx context.Context, core bool) (*endpoint, func(), error) {
 	bin, err := h.baton(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -207,7 +218,7 @@ func (h *harness) setupBaton1(ctx context.Context) (*endpoint, func(), error) {
 		name: "baton-1hop", agent: "bench-a", upstream: agentURL, logLevel: h.o.batonLog,
 		egress: a[0], ingress: a[1], admin: a[2],
 		peers:   map[string]string{"bench-b": agentURL},
-		edgesTo: []string{"bench-b"},
+		edgesTo: []string{"bench-b"}, noRecords: core, noContract: core,
 	})
 	stop := stopper(c)
 	if err != nil {

@@ -129,6 +129,12 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 		rec.SpanID = sc.SpanID().String()
 	}
 	in.RecordID = rec.ID
+	if !e.book.Enabled() {
+		// Nothing will be stored: only what retries need.
+		rec.Replayable = in.Buffered && int64(len(in.Body)) <= e.checkpoint
+		rec.Request = &record.Request{Body: in.Body}
+		return rec
+	}
 	rec.Envelope = middleware.EnvelopeSummary(in)
 	rec.Grant = in.GrantOut
 	if in.Uncorrelated {

@@ -68,6 +68,9 @@ func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
 	return b
 }
 
+// Enabled reports whether the book keeps records at all.
+func (b *Book) Enabled() bool { return b.store != nil }
+
 // Failed returns how many record writes the store refused.
 func (b *Book) Failed() int64 { return b.failed.Load() }
 
