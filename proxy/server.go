@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -34,6 +35,10 @@ type Options struct {
 	Logger         *slog.Logger
 	// Env reads environment variables (identity.key_env); nil reads none.
 	Env func(string) string
+	// AccessLog, when set, receives the access lines directly (the JSON
+	// shape of Logger's handler, written without slog); nil logs them
+	// through Logger.
+	AccessLog io.Writer
 }
 
 // Server is one Baton: its egress, ingress and admin listeners. Egress and
@@ -140,9 +145,15 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	tracing := middleware.Trace(o.TracerProvider, o.Propagator)
+	var lines *middleware.LineWriter
+	if o.AccessLog != nil {
+		var level slog.Level
+		_ = level.UnmarshalText([]byte(c.LogLevel))
+		lines = middleware.NewLineWriter(o.AccessLog, level)
+	}
 	rs := newResolver(c)
 	eg := chi.Chain(
-		middleware.AccessLog(o.Logger, middleware.Egress, c.Agent),
+		middleware.AccessLogTo(lines, o.Logger, middleware.Egress, c.Agent),
 		tracing,
 		rs.middleware,
 		middleware.Identity(hops),
@@ -164,7 +175,7 @@ func New(o Options) (*Server, error) {
 		return config.DefaultMaxHops
 	}
 	ig := chi.Chain(
-		middleware.AccessLog(o.Logger, middleware.Ingress, c.Agent),
+		middleware.AccessLogTo(lines, o.Logger, middleware.Ingress, c.Agent),
 		tracing,
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.Verify(middleware.VerifyOptions{

@@ -95,7 +95,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	}
 	srv, err := proxy.New(proxy.Options{
 		Config: cfg, Store: store, Logger: log,
-		TracerProvider: tel.provider, Propagator: tel.propagator, Env: env,
+		TracerProvider: tel.provider, Propagator: tel.propagator, Env: env, AccessLog: logOut,
 	})
 	if err != nil {
 		return err
