@@ -319,9 +319,6 @@ func dedupeKey(from, to, key string) string {
 	return "idem:{" + hex.EncodeToString(h.Sum(sum[:0])[:16]) + "}"
 }
 
-// DedupeKey exposes the store key of (from, to, key), for tests and tools.
-func DedupeKey(from, to, key string) string { return dedupeKey(from, to, key) }
-
 // fingerprint digests what makes two requests the same request: method,
 // target and body; for an A2A send, the JSON-RPC method and the message's id
 // and parts, since a client resending a message gives it a new JSON-RPC id

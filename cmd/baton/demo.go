@@ -263,7 +263,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// 5. A stream, and a refusal.
 	p("5. writer streams its summary through two Batons (text/event-stream), each event as it arrives:\n")
 	startStream := time.Now()
-	if err := demoStream(ctx, aB.EgressAddr(), fB.EgressAddr(), func(ev string) {
+	if err := demoStream(ctx, aB.EgressAddr(), func(ev string) {
 		p("     +%4dms  %s\n", time.Since(startStream).Milliseconds(), ev)
 	}); err != nil {
 		return err
@@ -520,7 +520,7 @@ func demoGet(ctx context.Context, egress, host, path, traceparent string) (*http
 }
 
 // demoStream reads writer's stream as analyst: analyst → flagger → writer.
-func demoStream(ctx context.Context, analystEgress, _ string, each func(string)) error {
+func demoStream(ctx context.Context, analystEgress string, each func(string)) error {
 	resp, err := demoGet(ctx, analystEgress, "flagger", "/summary/stream", "")
 	if err != nil {
 		return err
