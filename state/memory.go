@@ -50,6 +50,7 @@ const (
 	kindValue kind = iota
 	kindLog
 	kindIndex
+	kindMarks
 )
 
 // entry is one key. Its weight is what it counts against MaxEntries: 1 for a
@@ -61,6 +62,7 @@ type entry struct {
 	val     []byte
 	log     [][]byte
 	idx     *sortedIndex
+	marks   *markSet
 	weight  int64
 	size    int64
 	expires int64 // nanoseconds since Memory.base; 0: never

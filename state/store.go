@@ -60,6 +60,16 @@ type Store interface {
 	// (each claim atomic on its own, not the batch).
 	ClaimMany(ctx context.Context, ops []ClaimOp) ([]ClaimResult, error)
 	// Ping reports whether the store can serve requests.
+	// MarkAdd adds members to the mark set at key, each with val (replacing
+	// a member's earlier value), and sets the set's TTL. The set is bounded
+	// by max members: it is kept in two generations, and when the newer one
+	// reaches max/2 members it becomes the older and the older is dropped
+	// whole, so a set never holds more than max members plus one call's
+	// worth, and the members kept are the most recently added.
+	MarkAdd(ctx context.Context, key string, members []uint64, val string, ttl time.Duration, max int) error
+	// MarkLookup returns, for each member, the value it was added with, or
+	// "" when the set at key does not hold it. One round trip.
+	MarkLookup(ctx context.Context, key string, members []uint64) ([]string, error)
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store) {
 	cases = append(cases, expiryCases()...)
 	cases = append(cases, concurrencyCases()...)
 	cases = append(cases, chainCases()...)
+	cases = append(cases, markCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

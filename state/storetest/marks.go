@@ -1,0 +1,61 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/batonproxy/baton/state"
+)
+
+func markCases() []testCase {
+	return []testCase{
+		{"marks add and lookup", func(t *testing.T, s state.Store) {
+			k := key(t, "marks")
+			must(t, "MarkAdd", s.MarkAdd(t.Context(), k, []uint64{1, 2, 3}, "page-a", long, 1000))
+			must(t, "MarkAdd", s.MarkAdd(t.Context(), k, []uint64{3, 4}, "page-b", long, 1000))
+			got, err := s.MarkLookup(t.Context(), k, []uint64{0, 1, 2, 3, 4, 5, 1 << 63})
+			must(t, "MarkLookup", err)
+			want := []string{"", "page-a", "page-a", "page-b", "page-b", "", ""}
+			wantStrings(t, "MarkLookup", got, want)
+		}},
+		{"marks absent set holds nothing", func(t *testing.T, s state.Store) {
+			got, err := s.MarkLookup(t.Context(), key(t, "marks"), []uint64{7, 8})
+			must(t, "MarkLookup", err)
+			wantStrings(t, "MarkLookup", got, []string{"", ""})
+			must(t, "MarkAdd of nothing", s.MarkAdd(t.Context(), key(t, "marks"), nil, "x", long, 10))
+		}},
+		{"marks bounded by generations", func(t *testing.T, s state.Store) {
+			k := key(t, "marks")
+			const max = 8 // generations of 4
+			for i := range uint64(5) {
+				must(t, "MarkAdd", s.MarkAdd(t.Context(), k, []uint64{10*i + 1, 10*i + 2, 10*i + 3, 10*i + 4}, "gen", long, max))
+			}
+			// Five full generations were written: the fifth filled the newer
+			// generation, which became the older; the rest are gone.
+			must(t, "MarkAdd", s.MarkAdd(t.Context(), k, []uint64{99}, "last", long, max))
+			got, err := s.MarkLookup(t.Context(), k, []uint64{1, 21, 34, 41, 44, 99})
+			must(t, "MarkLookup", err)
+			wantStrings(t, "MarkLookup after rotation", got, []string{"", "", "", "gen", "gen", "last"})
+		}},
+		{"marks expire", func(t *testing.T, s state.Store) {
+			k := key(t, "marks")
+			must(t, "MarkAdd", s.MarkAdd(t.Context(), k, []uint64{42}, "v", short, 100))
+			eventually(t, "the mark set to expire", func(ctx context.Context) (bool, error) {
+				got, err := s.MarkLookup(ctx, k, []uint64{42})
+				return err == nil && got[0] == "", err
+			})
+		}},
+	}
+}
+
+func wantStrings(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s = %q, want %q", what, got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%s = %q, want %q", what, got, want)
+		}
+	}
+}
