@@ -42,6 +42,7 @@ type Config struct {
 	Contract Contract        `yaml:"contract"`
 	Identity Identity        `yaml:"identity"`
 	Trust    Trust           `yaml:"trust"`
+	Taint    Taint           `yaml:"taint"`
 	// AdminToken is the bearer token the admin API requires when the admin
 	// listener binds beyond loopback. Env: BATON_ADMIN_TOKEN.
 	AdminToken string   `yaml:"admin_token"`
@@ -137,6 +138,12 @@ type Edge struct {
 	Posture string `yaml:"posture"`
 	// Grant bounds what the receiver of this outbound edge may do.
 	Grant *Grant `yaml:"grant"`
+	// Untrusted is how untrusted content arriving on this inbound edge is
+	// delivered: tag (the default), spotlight, quarantine or reject;
+	// OnInjection what an injection signal on it does: flag (the default),
+	// quarantine or reject.
+	Untrusted   string `yaml:"untrusted"`
+	OnInjection string `yaml:"on_injection"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is
@@ -358,6 +365,7 @@ func (c *Config) ApplyDefaults() {
 	if c.Store.Memory.MaxBytes == 0 {
 		c.Store.Memory.MaxBytes = DefaultMemoryBytes
 	}
+	c.Taint.applyDefaults()
 	if r := c.Store.Redis; r != nil {
 		defD(&r.DialTimeout, DefaultRedisDial)
 		defD(&r.OpTimeout, DefaultRedisOp)

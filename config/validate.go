@@ -116,6 +116,7 @@ func (c *Config) Validate() error {
 	c.validateRecords(bad)
 	validateContract(bad, "contract", &c.Contract)
 	c.validateTrust(bad)
+	c.validateTaint(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")
