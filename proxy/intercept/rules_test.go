@@ -1,0 +1,288 @@
+package intercept
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestPlanFor(t *testing.T) {
+	t.Parallel()
+	const head = "*nat\n:BATON_INBOUND - [0:0]\n:BATON_IN_REDIRECT - [0:0]\n:BATON_OUTPUT - [0:0]\n:BATON_REDIRECT - [0:0]\n"
+	tests := []struct {
+		name   string
+		opts   func(o *Options)
+		family Family
+		want   string
+	}{
+		{
+			name: "defaults, IPv4", family: IPv4, opts: func(*Options) {},
+			want: head + `-A BATON_IN_REDIRECT -p tcp -j REDIRECT --to-ports 15006
+-A BATON_INBOUND -p tcp -m tcp --dport 15000 -j RETURN
+-A BATON_INBOUND -p tcp -m tcp --dport 15001 -j RETURN
+-A BATON_INBOUND -p tcp -m tcp --dport 15006 -j RETURN
+-A BATON_INBOUND -p tcp -j BATON_IN_REDIRECT
+-A BATON_REDIRECT -p tcp -j REDIRECT --to-ports 15001
+-A BATON_OUTPUT -m owner --uid-owner 1337 -j RETURN
+-A BATON_OUTPUT -m owner --gid-owner 1337 -j RETURN
+-A BATON_OUTPUT -d 127.0.0.0/8 -o lo -j RETURN
+-A BATON_OUTPUT -j BATON_REDIRECT
+COMMIT
+`,
+		},
+		{
+			name: "listed inbound ports, exclusions, CIDRs of both families, IPv6", family: IPv6,
+			opts: func(o *Options) {
+				o.ProxyUID, o.ProxyGID = 2000, -1
+				o.InboundAll, o.InboundPorts = false, []int{8080, 9090, 8080}
+				o.ExcludeInboundPorts = []int{9090}
+				o.ExcludeOutboundPorts = []int{5432}
+				o.ExcludeOutboundCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::1/8")}
+			},
+			want: head + `-A BATON_IN_REDIRECT -p tcp -j REDIRECT --to-ports 15006
+-A BATON_INBOUND -p tcp -m tcp --dport 15000 -j RETURN
+-A BATON_INBOUND -p tcp -m tcp --dport 15001 -j RETURN
+-A BATON_INBOUND -p tcp -m tcp --dport 15006 -j RETURN
+-A BATON_INBOUND -p tcp -m tcp --dport 9090 -j RETURN
+-A BATON_INBOUND -p tcp -m tcp --dport 8080 -j BATON_IN_REDIRECT
+-A BATON_INBOUND -p tcp -m tcp --dport 9090 -j BATON_IN_REDIRECT
+-A BATON_REDIRECT -p tcp -j REDIRECT --to-ports 15001
+-A BATON_OUTPUT -m owner --uid-owner 2000 -j RETURN
+-A BATON_OUTPUT -d ::1/128 -o lo -j RETURN
+-A BATON_OUTPUT -p tcp -m tcp --dport 5432 -j RETURN
+-A BATON_OUTPUT -d fd00::/8 -j RETURN
+-A BATON_OUTPUT -j BATON_REDIRECT
+COMMIT
+`,
+		},
+		{
+			name: "no inbound interception, other ports", family: IPv4,
+			opts: func(o *Options) {
+				o.InboundAll = false
+				o.EgressPort, o.IngressPort = 16001, 16006
+				o.ExcludeOutboundCIDRs = []netip.Prefix{netip.MustParsePrefix("fd00::/8"), netip.MustParsePrefix("169.254.169.254/32")}
+			},
+			want: head + `-A BATON_IN_REDIRECT -p tcp -j REDIRECT --to-ports 16006
+-A BATON_REDIRECT -p tcp -j REDIRECT --to-ports 16001
+-A BATON_OUTPUT -m owner --uid-owner 1337 -j RETURN
+-A BATON_OUTPUT -m owner --gid-owner 1337 -j RETURN
+-A BATON_OUTPUT -d 127.0.0.0/8 -o lo -j RETURN
+-A BATON_OUTPUT -d 169.254.169.254/32 -j RETURN
+-A BATON_OUTPUT -j BATON_REDIRECT
+COMMIT
+`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := DefaultOptions()
+			tt.opts(&o)
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			p := PlanFor(o, tt.family)
+			if p.Restore != tt.want {
+				t.Errorf("restore input:\n%s\nwant:\n%s", p.Restore, tt.want)
+			}
+			if p.Family != tt.family || len(p.Jumps) != 2 ||
+				strings.Join(p.Jumps[0], " ") != "-A OUTPUT -p tcp -j BATON_OUTPUT" ||
+				strings.Join(p.Jumps[1], " ") != "-A PREROUTING -p tcp -j BATON_INBOUND" {
+				t.Errorf("jumps %q", p.Jumps)
+			}
+			if again := PlanFor(o, tt.family); again.Restore != p.Restore {
+				t.Error("the same options gave different rules")
+			}
+		})
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	o.ProxyUID, o.EgressPort, o.IngressPort = -1, 70000, 70000
+	o.ExcludeInboundPorts = []int{0}
+	err := o.Validate()
+	for _, want := range []string{"proxy UID must be >= 0, got -1", "egress port must be between 1 and 65535, got 70000",
+		"ingress port must be between", "egress and ingress ports must differ", "port 0 is not between 1 and 65535"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v; want it to say %q", err, want)
+		}
+	}
+	if err := DefaultOptions().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
+
+func TestParseLists(t *testing.T) {
+	t.Parallel()
+	if p, err := ParsePorts(" 80, 443,,8080 "); err != nil || len(p) != 3 || p[2] != 8080 {
+		t.Errorf("ParsePorts: %v %v", p, err)
+	}
+	for _, bad := range []string{"http", "0", "65536", "80-90"} {
+		if _, err := ParsePorts(bad); err == nil {
+			t.Errorf("ParsePorts(%q) accepted", bad)
+		}
+	}
+	c, err := ParseCIDRs("10.0.0.0/8, fd00::/8,192.0.2.1")
+	if err != nil || len(c) != 3 || c[2].String() != "192.0.2.1/32" {
+		t.Errorf("ParseCIDRs: %v %v", c, err)
+	}
+	if _, err := ParseCIDRs("10.0.0.0/33"); err == nil {
+		t.Error("ParseCIDRs accepted /33")
+	}
+	if _, err := ParseBackend("iptables"); err == nil {
+		t.Error("ParseBackend accepted iptables")
+	}
+}
+
+func TestCleanupRestore(t *testing.T) {
+	t.Parallel()
+	saved := `# Generated by iptables-nft-save v1.8.9 (nf_tables)
+*filter
+:INPUT ACCEPT [0:0]
+-A INPUT -j BATON_OUTPUT
+COMMIT
+*nat
+:PREROUTING ACCEPT [0:0]
+:INPUT ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+:BATON_INBOUND - [0:0]
+:BATON_IN_REDIRECT - [0:0]
+:BATON_OUTPUT - [0:0]
+:BATON_REDIRECT - [0:0]
+:KEEP - [0:0]
+-A PREROUTING -p tcp -j BATON_INBOUND
+-A OUTPUT -p udp -j KEEP
+-A OUTPUT -p tcp -j BATON_OUTPUT
+-A OUTPUT -p tcp -m comment --comment "added by hand" -j BATON_OUTPUT
+-A KEEP -g BATON_REDIRECT
+-A BATON_INBOUND -p tcp -j BATON_IN_REDIRECT
+-A BATON_OUTPUT -j BATON_REDIRECT
+-A BATON_REDIRECT -p tcp -j REDIRECT --to-ports 15001
+COMMIT
+`
+	want := `*nat
+-D PREROUTING -p tcp -j BATON_INBOUND
+-D OUTPUT -p tcp -j BATON_OUTPUT
+-D OUTPUT -p tcp -m comment --comment "added by hand" -j BATON_OUTPUT
+-D KEEP -g BATON_REDIRECT
+-F BATON_INBOUND
+-F BATON_IN_REDIRECT
+-F BATON_OUTPUT
+-F BATON_REDIRECT
+-X BATON_INBOUND
+-X BATON_IN_REDIRECT
+-X BATON_OUTPUT
+-X BATON_REDIRECT
+COMMIT
+`
+	if got := CleanupRestore(saved); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if got := CleanupRestore("*nat\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -j KEEP\nCOMMIT\n"); got != "" {
+		t.Errorf("nothing of Baton's, got:\n%s", got)
+	}
+}
+
+// fakeEnv is a machine with some commands installed: each save command
+// prints the given rules, iptables --version its backend.
+type fakeEnv struct {
+	have    map[string]bool
+	saves   map[string]string
+	version string
+	ipv6    bool
+}
+
+func (f fakeEnv) env() Env {
+	return Env{
+		Look: func(name string) (string, error) {
+			if f.have[name] {
+				return "/sbin/" + name, nil
+			}
+			return "", errors.New("not found")
+		},
+		Run: func(_ context.Context, name string, args []string, _ string) (string, error) {
+			base := strings.TrimPrefix(name, "/sbin/")
+			if len(args) == 1 && args[0] == "--version" {
+				return f.version, nil
+			}
+			return f.saves[base], nil
+		},
+		HasIPv6: func() bool { return f.ipv6 },
+	}
+}
+
+func installed(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		for _, s := range []string{"", "-save", "-restore"} {
+			m[n+s] = true
+		}
+	}
+	return m
+}
+
+func TestDetect(t *testing.T) {
+	t.Parallel()
+	both := installed("iptables-nft", "ip6tables-nft", "iptables-legacy", "ip6tables-legacy")
+	tests := []struct {
+		name     string
+		env      fakeEnv
+		want     Backend
+		v6       IPv6Mode
+		iptables string // the IPv4 command chosen
+		families int
+		err      string
+	}{
+		{name: "nothing anywhere: nft", env: fakeEnv{have: both, ipv6: true}, want: NFT, iptables: "/sbin/iptables-nft", families: 2},
+		{name: "legacy has rules", env: fakeEnv{have: both, ipv6: true, saves: map[string]string{"ip6tables-legacy-save": "*nat\n-A OUTPUT -j X\nCOMMIT\n"}},
+			want: Legacy, iptables: "/sbin/iptables-legacy", families: 2},
+		{name: "both have rules: the one with more", env: fakeEnv{have: both, saves: map[string]string{
+			"iptables-legacy-save": "-A A\n-A B\n", "iptables-nft-save": "-A A\n"}}, want: Legacy, iptables: "/sbin/iptables-legacy", families: 1},
+		{name: "only legacy installed", env: fakeEnv{have: installed("iptables-legacy")}, want: Legacy, iptables: "/sbin/iptables-legacy", families: 1},
+		{name: "plain iptables that is nft", env: fakeEnv{have: installed("iptables", "ip6tables"), version: "iptables v1.8.9 (nf_tables)", ipv6: true},
+			want: NFT, iptables: "/sbin/iptables", families: 2},
+		{name: "plain iptables before 1.8 is legacy", env: fakeEnv{have: installed("iptables"), version: "iptables v1.6.1"},
+			want: Legacy, iptables: "/sbin/iptables", families: 1},
+		{name: "IPv6 off", env: fakeEnv{have: both, ipv6: true}, v6: IPv6Off, want: NFT, iptables: "/sbin/iptables-nft", families: 1},
+		{name: "IPv6 asked for without ip6tables", env: fakeEnv{have: installed("iptables-nft")}, v6: IPv6On, err: "ip6tables of the nft backend is not installed"},
+		{name: "none installed", env: fakeEnv{}, err: "no iptables found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Detect(context.Background(), tt.env.env(), Auto, tt.v6)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Backend != tt.want || s.Tools[IPv4].Iptables != tt.iptables || len(s.Families) != tt.families || len(s.Tools) != tt.families {
+				t.Errorf("got %+v; want %s with %s and %d families", s, tt.want, tt.iptables, tt.families)
+			}
+		})
+	}
+	t.Run("a backend asked for but missing", func(t *testing.T) {
+		t.Parallel()
+		_, err := Detect(context.Background(), fakeEnv{have: installed("iptables-nft")}.env(), Legacy, IPv6Auto)
+		if err == nil || !strings.Contains(err.Error(), "legacy backend's iptables is not installed") {
+			t.Errorf("err %v", err)
+		}
+	})
+}
+
+func TestExitErrorHint(t *testing.T) {
+	t.Parallel()
+	e := &ExitError{Cmd: "iptables-nft-restore", Code: 4, Stderr: "iptables-nft-restore: Permission denied (you must be root)\n"}
+	if s := e.Error(); !strings.Contains(s, "exit status 4") || !strings.Contains(s, "CAP_NET_ADMIN") {
+		t.Errorf("%s", s)
+	}
+}
