@@ -1,0 +1,241 @@
+//go:build ignore
+
+// gen_fold writes fold_table.go: the compatibility folds Normalize applies to
+// non-ASCII runes. Run it with `go run gen_fold.go` from this directory. It
+// needs golang.org/x/text only at generation time; the package does not
+// import it.
+//
+// A rune is folded when its NFKD decomposition, with combining marks
+// stripped, differs from what Normalize would otherwise do with it, and
+// either the result is ASCII (fullwidth forms, ligatures, superscripts,
+// mathematical alphanumerics, enclosed letters, squared units) or the rune
+// is in a Latin, Greek or Cyrillic block (accented letters to their base
+// letter). Hangul syllables and CJK compatibility ideographs are left alone:
+// their decompositions do not make copied text easier to recognise.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"log"
+	"os"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// overrides are folds NFKD does not give.
+var overrides = map[rune]string{
+	'\u02c6': " ", // the datamarking marker is a separator, so marked text fingerprints like the original
+	'\u03c2': "σ", // final sigma
+	'\u00df': "ss",
+	'\u1e9e': "ss",
+	'\u00e6': "ae",
+	'\u00c6': "ae",
+	'\u0153': "oe",
+	'\u0152': "oe",
+	'\u00f8': "o",
+	'\u00d8': "o",
+	'\u0111': "d",
+	'\u0110': "d",
+	'\u0142': "l",
+	'\u0141': "l",
+	'\u0127': "h",
+	'\u0126': "h",
+	'\u0131': "i",
+	'\u00f0': "d",
+	'\u00d0': "d",
+	'\u00fe': "th",
+	'\u00de': "th",
+}
+
+var blocks = [][2]rune{
+	{0x00a0, 0x024f}, // Latin-1 Supplement, Latin Extended-A and -B
+	{0x0250, 0x02ff}, // IPA extensions, spacing modifier letters
+	{0x0370, 0x03ff}, // Greek
+	{0x0400, 0x04ff}, // Cyrillic
+	{0x1d00, 0x1dbf}, // phonetic extensions
+	{0x1e00, 0x1eff}, // Latin Extended Additional
+	{0x1f00, 0x1fff}, // Greek Extended
+	{0x2c60, 0x2c7f}, // Latin Extended-C
+	{0xa720, 0xa7ff}, // Latin Extended-D
+	{0xab30, 0xab6f}, // Latin Extended-E
+}
+
+func inBlocks(r rune) bool {
+	for _, b := range blocks {
+		if r >= b[0] && r <= b[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// class mirrors Normalize's handling of a rune that is not in the table.
+func plain(r rune) string {
+	switch {
+	case r < utf8.RuneSelf:
+		if r >= 'A' && r <= 'Z' {
+			return string(r + 'a' - 'A')
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return string(r)
+		}
+		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return ""
+		}
+		return " "
+	case unicode.IsSpace(r):
+		return " "
+	case unicode.In(r, unicode.Mn, unicode.Me, unicode.Mc, unicode.Cf, unicode.Cc):
+		return ""
+	case unicode.IsLetter(r):
+		return string(unicode.ToLower(r))
+	case unicode.IsDigit(r):
+		return string(r)
+	}
+	return " "
+}
+
+func apply(s string, table map[rune]string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if f, ok := table[r]; ok {
+			b.WriteString(f)
+		} else {
+			b.WriteString(plain(r))
+		}
+	}
+	return b.String()
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func main() {
+	table := map[rune]string{}
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if r >= 0xac00 && r <= 0xd7a3 || r >= 0xf900 && r <= 0xfaff || r >= 0x2f800 && r <= 0x2fa1f {
+			continue
+		}
+		if r >= 0xd800 && r <= 0xdfff {
+			continue
+		}
+		var f string
+		if o, ok := overrides[r]; ok {
+			f = o
+		} else {
+			d := norm.NFKD.String(string(r))
+			if d == string(r) {
+				continue
+			}
+			f = apply(d, nil)
+		}
+		if f == plain(r) {
+			continue
+		}
+		if _, ok := overrides[r]; !ok && !isASCII(f) && !inBlocks(r) {
+			continue
+		}
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			// A symbol or number form that stands for letters or digits
+			// (™, ㎏, ¼, Ⅳ) is a word of its own.
+			f = " " + f + " "
+		}
+		table[r] = f
+	}
+	// A rune outside the table whose lower case is folded must fold too, or
+	// Normalize would not be idempotent.
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if _, ok := table[r]; ok || !unicode.IsLetter(r) {
+			continue
+		}
+		if f, ok := table[unicode.ToLower(r)]; ok {
+			table[r] = f
+		}
+	}
+	// Fold the folds until nothing changes.
+	for changed := true; changed; {
+		changed = false
+		for r, f := range table {
+			g := apply(f, table)
+			if g != f {
+				table[r] = g
+				changed = true
+			}
+		}
+	}
+	for r, f := range table {
+		if f == plain(r) {
+			delete(table, r)
+		}
+		// Keep Normalize's output within twice its input: a few squared
+		// units (㎯ is "rad∕s²") would not fit.
+		if len(strings.TrimSpace(f))+1 > 2*utf8.RuneLen(r) {
+			log.Printf("not folding %U: %q is too long", r, f)
+			delete(table, r)
+		}
+	}
+
+	runes := make([]rune, 0, len(table))
+	for r := range table {
+		runes = append(runes, r)
+	}
+	sort.Slice(runes, func(i, j int) bool { return runes[i] < runes[j] })
+
+	// Folds are stored once each in one string; entries point into it.
+	var data strings.Builder
+	offsets := map[string]int{}
+	var buf bytes.Buffer
+	buf.WriteString("// Code generated by gen_fold.go; DO NOT EDIT.\n\npackage taint\n\n")
+	buf.WriteString("// foldRunes are the non-ASCII runes Normalize folds, ascending; foldEntries[i]\n")
+	buf.WriteString("// locates the fold of foldRunes[i] in foldData (offset<<8 | length).\n")
+	var entries []uint32
+	for _, r := range runes {
+		f := table[r]
+		off, ok := offsets[f]
+		if !ok {
+			off = data.Len()
+			offsets[f] = off
+			data.WriteString(f)
+		}
+		if len(f) > 255 {
+			log.Fatalf("fold of %U too long", r)
+		}
+		entries = append(entries, uint32(off)<<8|uint32(len(f)))
+	}
+	fmt.Fprintf(&buf, "var foldRunes = [...]rune{")
+	for i, r := range runes {
+		if i%8 == 0 {
+			buf.WriteString("\n")
+		}
+		fmt.Fprintf(&buf, "0x%05x, ", r)
+	}
+	buf.WriteString("\n}\n\nvar foldEntries = [...]uint32{")
+	for i, e := range entries {
+		if i%8 == 0 {
+			buf.WriteString("\n")
+		}
+		fmt.Fprintf(&buf, "0x%06x, ", e)
+	}
+	buf.WriteString("\n}\n\n")
+	fmt.Fprintf(&buf, "const foldData = %q\n\n", data.String())
+	out, err := format.Source(buf.Bytes())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile("fold_table.go", out, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("%d folds, %d bytes of data", len(runes), data.Len())
+}
