@@ -48,6 +48,9 @@ type Config struct {
 	// BATON_REDIS_PASSWORD, so that the password need not sit in the
 	// ConfigMap.
 	RedisPasswordSecret *SecretKey `json:"redisPasswordSecret,omitempty"`
+	// Env is added to the sidecar's environment, after Baton's own
+	// variables: OTEL_EXPORTER_OTLP_ENDPOINT, BATON_LOG_LEVEL, ...
+	Env []corev1.EnvVar `json:"env,omitempty"`
 	// Resources are the sidecar's requests and limits.
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 	// InitResources are the iptables init container's.
@@ -195,6 +198,11 @@ func (c *Config) Validate() error {
 		}
 		if !secretDataKey.MatchString(s.Key) {
 			bad(field+".key", "must be a key of the Secret's data, got %q", s.Key)
+		}
+	}
+	for i, e := range c.Env {
+		if e.Name == "" || e.Name == "BATON_AGENT" || e.Name == "BATON_UPSTREAM" {
+			bad(fmt.Sprintf("env[%d].name", i), "must be set, and not BATON_AGENT or BATON_UPSTREAM (the injector sets them per pod), got %q", e.Name)
 		}
 	}
 	sortErrs(errs)

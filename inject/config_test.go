@@ -64,7 +64,9 @@ imagePullPolicy: Sometimes
 configMap: Not_A_Name
 agentConfigMaps: {Analyst: "x y"}
 redisPasswordSecret: {name: "", key: "a b"}
+env: [{name: BATON_AGENT, value: x}]
 `, []string{
+			`env[0].name: must be set, and not BATON_AGENT`,
 			"image: must be set",
 			`intercept: must be proxy or transparent, got "sideways"`,
 			"agentPort: must not be one of Baton's own ports",

@@ -144,6 +144,7 @@ func (in *Injector) sidecar(o Options) corev1.Container {
 	if s := in.cfg.RedisPasswordSecret; s != nil {
 		env = append(env, secretEnv("BATON_REDIS_PASSWORD", s))
 	}
+	env = append(env, in.cfg.Env...)
 	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: ConfigDir, ReadOnly: true}}
 	if o.KeySecret != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: keyVolume, MountPath: KeyDir, ReadOnly: true})

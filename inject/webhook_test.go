@@ -31,6 +31,7 @@ func testConfig() *Config {
 		ImagePullPolicy:     corev1.PullIfNotPresent,
 		AdminTokenSecret:    &SecretKey{Name: "baton-admin-token", Key: "token"},
 		RedisPasswordSecret: &SecretKey{Name: "baton-redis", Key: "password"},
+		Env:                 []corev1.EnvVar{{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: "http://otel-collector.observability:4318"}},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
@@ -212,7 +213,8 @@ func checkSidecar(t *testing.T, c *corev1.Container, agent, upstream string) {
 	if want := []string{"serve", "--config", "/etc/baton/baton.yaml"}; !slices.Equal(c.Args, want) {
 		t.Errorf("args %q, want %q", c.Args, want)
 	}
-	for name, want := range map[string]string{"BATON_AGENT": agent, "BATON_UPSTREAM": upstream} {
+	for name, want := range map[string]string{"BATON_AGENT": agent, "BATON_UPSTREAM": upstream,
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector.observability:4318"} {
 		if e := envOf(c, name); e == nil || e.Value != want {
 			t.Errorf("%s = %+v, want %q", name, e, want)
 		}

@@ -35,7 +35,9 @@ const injectorName = "baton-injector"
 // with every per-edge policy, and an agent with a configuration of its own.
 func transparentValues() map[string]any {
 	return map[string]any{
-		"injector":   map[string]any{"intercept": "transparent", "agentPort": 9090},
+		"injector": map[string]any{"intercept": "transparent", "agentPort": 9090},
+		"sidecar": map[string]any{"env": []any{
+			map[string]any{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://otel-collector.observability:4318"}}},
 		"namespaces": []any{"agents"},
 		"config": map[string]any{
 			"store": map[string]any{"redis": map[string]any{
@@ -109,7 +111,7 @@ func TestRenderTransparent(t *testing.T) {
 	checkSecrets(t, r)
 	cfg := checkInjectorConfig(t, r, []string{releaseNS, "agents"})
 	if cfg.Intercept != "transparent" || cfg.AgentPort != 9090 || cfg.AgentConfigMaps["analyst"] != "baton-analyst" ||
-		cfg.RedisPasswordSecret == nil || cfg.RedisPasswordSecret.Name != "baton-redis" {
+		cfg.RedisPasswordSecret == nil || cfg.RedisPasswordSecret.Name != "baton-redis" || len(cfg.Env) != 1 {
 		t.Errorf("injector configuration %+v", cfg)
 	}
 
