@@ -48,6 +48,9 @@ type Config struct {
 	AdminToken string   `yaml:"admin_token"`
 	Limits     Limits   `yaml:"limits"`
 	Timeouts   Timeouts `yaml:"timeouts"`
+	// Intercept says how the agent's traffic reaches Baton (see
+	// intercept.go).
+	Intercept Intercept `yaml:"intercept"`
 
 	// UpstreamURL is Upstream parsed by Validate.
 	UpstreamURL *url.URL `yaml:"-"`

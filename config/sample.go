@@ -64,4 +64,8 @@ edges:
 #   idle: 120s
 #   dial: 5s
 #   upstream_header: 60s
+
+# intercept:
+#   mode: proxy            # or transparent: after `+"`baton iptables`"+` (docs/interception.md)
+#   inbound_ports: []      # agent ports besides upstream's that redirected inbound may reach
 `

@@ -116,6 +116,7 @@ func (c *Config) Validate() error {
 	c.validateRecords(bad)
 	validateContract(bad, "contract", &c.Contract)
 	c.validateTrust(bad)
+	c.validateIntercept(bad)
 	c.validateTaint(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {

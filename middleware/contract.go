@@ -73,7 +73,7 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 				problem.Write(w, r, problem.Internal, "checking the handoff envelope failed")
 				return
 			}
-			in.Contract = &res
+			in.Contract, in.ContractPolicy = &res, pol
 			if n := len(res.Violations); n > 0 {
 				log.LogAttrs(r.Context(), slog.LevelWarn, "handoff contract violated",
 					slog.String("side", in.Side.String()), slog.String("edge", in.Edge()),

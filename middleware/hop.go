@@ -64,6 +64,7 @@ func Identity(book HopBook) func(http.Handler) http.Handler {
 
 // hopLimit refuses an outbound handoff past its edge's max_hops.
 func hopLimit(w http.ResponseWriter, r *http.Request, in *Info) {
+	in.PolicyDenial = DenialHopLimit
 	problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" would be hop "+
 		strconv.Itoa(in.Hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
 		With("hop", in.Hop).With("max_hops", in.MaxHops).Write(w)
@@ -101,6 +102,7 @@ func HopGuard(maxHops func(from string) int) func(http.Handler) http.Handler {
 			in.Hop = hop
 			in.MaxHops = maxHops(from)
 			if hop > in.MaxHops {
+				in.PolicyDenial = DenialHopLimit
 				problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" arrived at hop "+
 					strconv.Itoa(hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
 					With("hop", hop).With("max_hops", in.MaxHops).Write(w)

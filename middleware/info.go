@@ -87,15 +87,28 @@ type Info struct {
 	// tied it to instead of its traceparent.
 	Uncorrelated    bool
 	CorrelatedTrace string
-	// Contract is the envelope check, when the body carries an envelope.
-	Contract *handoff.Result
-	// Delivered reports that the request went on to the local agent (at
-	// ingress), past every check.
+	// Contract is the envelope check, when the body carries an envelope;
+	// ContractPolicy the edge's policy it was checked against.
+	Contract       *handoff.Result
+	ContractPolicy handoff.Policy
+	// Delivered reports that the request went on past every check: to the
+	// local agent at ingress, towards the peer or external host at egress.
 	Delivered bool
+	// DeadLetter is the record id of the dead letter the handoff became
+	// (egress).
+	DeadLetter string
+	// SignatureFailure and PolicyDenial name why this Baton refused the
+	// request, when it did for its signature or by policy: a reason from a
+	// small fixed set, as metrics label it.
+	SignatureFailure, PolicyDenial string
 	// Dedupe is what the ingress dedupe window did with the request.
 	Dedupe DedupeOutcome
 	// RPC is set when the request is JSON-RPC (A2A).
 	RPC *RPC
+	// Labels are the handoff's untrusted-content labels (nil: none);
+	// Injection the injection signal on its untrusted spans (nil: none).
+	Labels    *trust.Labels
+	Injection *InjectionSignal
 	// Err is the transport error, if any, for the access log.
 	Err error
 
@@ -147,4 +160,11 @@ func info(r *http.Request) *Info {
 		return i
 	}
 	return &Info{}
+}
+
+// InjectionSignal is what the scan found on a handoff's untrusted spans.
+type InjectionSignal struct {
+	Score    float64
+	Reasons  []string
+	Pointers []string
 }

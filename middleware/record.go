@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -64,6 +65,7 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 			if in.Posture != "" {
 				rec.Trust = []string{"posture=" + in.Posture}
 			}
+			rec.Trust = append(rec.Trust, TrustLabels(in)...)
 			switch {
 			case in.Dedupe == DedupeReplayed:
 				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window"
@@ -104,4 +106,23 @@ func EnvelopeSummary(in *Info) *record.EnvelopeSummary {
 func ContentDigest(body []byte) string {
 	sum := sha256.Sum256(body)
 	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+}
+
+// TrustLabels renders a handoff's untrusted-content labels and injection
+// signal for its record's trust list: "untrusted=POINTER<-SOURCE SOURCE",
+// "unscanned", "injection=SCORE: REASON; REASON".
+func TrustLabels(in *Info) []string {
+	var out []string
+	if in.Labels != nil {
+		for _, l := range in.Labels.Spans {
+			out = append(out, "untrusted="+l.Pointer+"<-"+strings.Join(l.Sources, " "))
+		}
+		if in.Labels.Unscanned {
+			out = append(out, "unscanned")
+		}
+	}
+	if in.Injection != nil {
+		out = append(out, "injection="+strconv.FormatFloat(in.Injection.Score, 'f', 2, 64)+": "+strings.Join(in.Injection.Reasons, "; "))
+	}
+	return out
 }

@@ -133,9 +133,11 @@ func Verify(o VerifyOptions) func(http.Handler) http.Handler {
 const ReasonReplayed = "replayed"
 
 func refuseSignature(w http.ResponseWriter, r *http.Request, reason, detail string) {
+	info(r).SignatureFailure = reason
 	problem.New(r, problem.BadSignature, detail).With("reason", reason).Write(w)
 }
 
 func policyDenied(w http.ResponseWriter, r *http.Request, reason, detail string) {
+	info(r).PolicyDenial = reason
 	problem.New(r, problem.PolicyDenied, detail).With("reason", reason).Write(w)
 }

@@ -34,7 +34,7 @@ const (
 	AttrEdge      = attribute.Key("baton.edge")
 	AttrHop       = attribute.Key("baton.hop")
 	AttrSide      = attribute.Key("baton.side")
-	AttrKeyDigest = attribute.Key("baton.idempotency_key.derived")
+	AttrKeyDigest = attribute.Key("baton.idempotency_key.digest")
 )
 
 // Trace returns the tracing middleware. tp and prop are injected (main sets
@@ -85,7 +85,7 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 			status := in.Status()
 			// One SetAttributes call: each call allocates its slice and
 			// grows the span's.
-			attrs := [6]attribute.KeyValue{
+			attrs := [6 + maxDetail]attribute.KeyValue{
 				AttrOperation.String("invoke_agent"),
 				AttrAgentName.String(agentAttr(in)),
 				AttrEdge.String(in.Edge()),
@@ -95,6 +95,9 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 			n := 5
 			if in.Handoff() {
 				attrs[n], n = AttrHop.Int(in.Hop), n+1
+			}
+			if span.IsRecording() {
+				n = spanDetail(attrs[:], n, in) // trace_detail.go
 			}
 			span.SetAttributes(attrs[:n]...)
 			if status >= 500 || (kind == trace.SpanKindClient && status >= 400) {

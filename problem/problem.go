@@ -39,6 +39,9 @@ const (
 	ContractViolation   Class = "contract-violation"
 	BadSignature        Class = "bad-signature"
 	PolicyDenied        Class = "policy-denied"
+	UntrustedContent    Class = "untrusted-content"
+	InjectionSuspected  Class = "injection-suspected"
+	BadTrustLabels      Class = "bad-trust-labels"
 	Unauthorized        Class = "unauthorized"
 	NotDeadLetter       Class = "not-a-dead-letter"
 	NotReplayable       Class = "not-replayable"
@@ -76,6 +79,9 @@ var classes = map[Class]classInfo{
 	ContractViolation:   {"Handoff contract violated", http.StatusUnprocessableEntity, -32068},
 	BadSignature:        {"Signature refused", http.StatusUnauthorized, -32069},
 	PolicyDenied:        {"Handoff not allowed on this edge", http.StatusForbidden, -32070},
+	UntrustedContent:    {"Untrusted content refused", http.StatusForbidden, -32072},
+	InjectionSuspected:  {"Suspected prompt injection refused", http.StatusForbidden, -32073},
+	BadTrustLabels:      {"Malformed Baton-Trust", http.StatusBadRequest, -32074},
 	Unauthorized:        {"Admin token required", http.StatusUnauthorized, -32071},
 	NotDeadLetter:       {"Not a dead letter", http.StatusConflict, -32067},
 	NotReplayable:       {"Dead letter not replayable", http.StatusConflict, -32067},

@@ -26,6 +26,7 @@ func (s *Server) adminRouter() http.Handler {
 		}
 		s.recordRoutes(r)
 	})
+	s.metricsRoute(r)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.NotFound, "no admin endpoint "+r.URL.Path)
 	})

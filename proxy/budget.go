@@ -63,3 +63,21 @@ func (b *budget) allowRetry() bool {
 	b.retries[i]++
 	return true
 }
+
+// remaining returns the retries the budget allows now and that as a share
+// of all it allows in the window (1 untouched, 0 exhausted).
+func (b *budget) remaining() (left, share float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := time.Now().UnixNano() / int64(b.bucket)
+	reqs, rets := 0, 0
+	for j := range b.at {
+		if cur-b.at[j] < int64(len(b.at)) {
+			reqs += b.requests[j]
+			rets += b.retries[j]
+		}
+	}
+	allowed := max(float64(b.minRetries), b.ratio*float64(reqs))
+	left = max(allowed-float64(rets), 0)
+	return left, left / allowed
+}

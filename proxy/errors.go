@@ -62,6 +62,9 @@ func errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 		middleware.BodyTooLarge(w, r, tooBig.Limit)
 		return
 	case problem.DeniedAddress:
+		if in != nil {
+			in.PolicyDenial = middleware.DenialDeniedAddress
+		}
 		detail = err.Error()
 	case problem.UpstreamTimeout:
 		detail = dest + " did not answer in time"

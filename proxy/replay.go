@@ -58,8 +58,12 @@ func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 	ctx, span := s.tracer.Start(ctx, "invoke_agent "+rec.To+" (replay)", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithLinks(trace.Link{SpanContext: orig}), trace.WithAttributes(
 			middleware.AttrOperation.String("invoke_agent"), middleware.AttrAgentName.String(rec.To),
-			middleware.AttrEdge.String(rec.Edge()), middleware.AttrHop.Int(rec.Hop)))
+			middleware.AttrEdge.String(rec.Edge()), middleware.AttrHop.Int(rec.Hop),
+			middleware.AttrEdgeFrom.String(rec.From), middleware.AttrEdgeTo.String(rec.To)))
 	defer span.End()
+	if rec.Key != "" {
+		span.SetAttributes(middleware.KeyDigestAttr(rec.Key))
+	}
 
 	req, err := http.NewRequestWithContext(withRecord(ctx, rec), rec.Request.Method, rec.Request.URL,
 		bytes.NewReader(rec.Request.Body))

@@ -40,6 +40,7 @@ type edge struct {
 	checkpoint int64 // body bytes kept with a checkpoint
 	log        *slog.Logger
 	signer     *trust.Signer // nil: handoffs go unsigned
+	obs        *edgeObs      // metrics and span detail (edge_metrics.go); nil: none
 
 	deadLetters atomic.Int64 // dead letters written (or logged when the store refused)
 }
@@ -88,6 +89,7 @@ func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.B
 		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, errCallerGone) },
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			log.Warn("circuit breaker", "peer", name, "from", from.String(), "to", to.String())
+			e.obs.transition(int(to))
 			if to == gobreaker.StateClosed && onClose != nil {
 				onClose()
 			}
@@ -113,9 +115,9 @@ func (e *edge) RoundTrip(req *http.Request) (*http.Response, error) {
 		// on leaves a record to resume from. A store that refuses it does not
 		// stop the handoff (the book logs and counts the loss).
 		_ = e.book.Write(req.Context(), rec)
-		return e.send(req, rec, in.Body)
+		return e.measured(req, rec, in.Body)
 	}
-	return e.send(req, rec, rec.Request.Body)
+	return e.measured(req, rec, rec.Request.Body)
 }
 
 func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record {
@@ -140,6 +142,7 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 	if in.Uncorrelated {
 		rec.Trust = append(rec.Trust, "uncorrelated")
 	}
+	rec.Trust = append(rec.Trust, middleware.TrustLabels(in)...)
 	req.Header.Set(middleware.HeaderRecord, rec.ID)
 	cp := &record.Request{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), BodyBytes: req.ContentLength}
 	if in.Buffered && int64(len(in.Body)) <= e.checkpoint {

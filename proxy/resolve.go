@@ -9,6 +9,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/proxy/intercept"
 	"github.com/batonproxy/baton/trust"
 )
 
@@ -18,8 +19,9 @@ import (
 type resolver struct {
 	agent    string
 	peers    map[string]peerRoute
-	exact    map[string]bool // external host:port allowed exactly
-	suffixes []string        // ".example.com:443" for "*.example.com:443"
+	exact    map[string]bool     // external host:port allowed exactly
+	suffixes []string            // ".example.com:443" for "*.example.com:443"
+	byHost   map[string][]string // peers by their URL's host, for redirected connections
 }
 
 type peerRoute struct {
@@ -39,6 +41,7 @@ func newResolver(c *config.Config) *resolver {
 		}
 		rs.peers[name] = peerRoute{url: p.ParsedURL, maxHops: max}
 	}
+	rs.byHost = peersByHost(c)
 	for _, a := range c.External.Allow {
 		a = strings.ToLower(a)
 		if strings.HasPrefix(a, "*.") {
@@ -59,7 +62,12 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 			host = r.URL.Host // absolute-form: the agent uses Baton as HTTP_PROXY
 		}
 		name, port := splitHost(host)
+		if dst, ok := intercept.OriginalDstFromContext(r.Context()); ok {
+			rs.viaOriginal(w, r, in, name, dst, next) // transparent.go
+			return
+		}
 		if name == "" {
+			in.PolicyDenial = middleware.DenialUnknownDestination
 			problem.Write(w, r, problem.UnknownDestination, "the request names no destination host")
 			return
 		}
@@ -72,12 +80,14 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 			port = "80"
 		}
 		if trust.NumericHost(name) {
+			in.PolicyDenial = middleware.DenialDeniedAddress
 			problem.New(r, problem.DeniedAddress, "destination "+name+" is an IP address in a non-standard form; write it as an IP literal").
 				With("destination", name).Write(w)
 			return
 		}
 		hostport := net.JoinHostPort(name, port)
 		if !rs.allowed(hostport) {
+			in.PolicyDenial = middleware.DenialUnknownDestination
 			problem.New(r, problem.UnknownDestination, "destination "+hostport+
 				" is neither a configured peer nor in external.allow").With("destination", hostport).Write(w)
 			return

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -39,6 +40,11 @@ type Options struct {
 	// shape of Logger's handler, written without slog); nil logs them
 	// through Logger.
 	AccessLog io.Writer
+	// MeterProvider receives Baton's metrics (docs/metrics.md); nil records
+	// none. Metrics, when set, serves them as GET /metrics on the admin
+	// listener.
+	MeterProvider metric.MeterProvider
+	Metrics       http.Handler
 }
 
 // Server is one Baton: its egress, ingress and admin listeners. Egress and
@@ -52,6 +58,8 @@ type Server struct {
 	prop   propagation.TextMapPropagator
 	book   *record.Book
 	edges  map[string]*edge // by peer
+	sm     *serverMetrics   // metrics (edge_metrics.go)
+	tp     *transparent     // nil unless intercept.mode is transparent
 
 	egress, ingress, admin *http.Server
 
@@ -76,9 +84,14 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("proxy: Options needs Config, Store, TracerProvider, Propagator and Logger")
 	}
 	c := o.Config
+	sm, store, err := newServerMetrics(o)
+	if err != nil {
+		return nil, err
+	}
+	o.Store = store
 	s := &Server{cfg: c, store: o.Store, log: o.Logger, errc: make(chan error, 3),
 		tracer: o.TracerProvider.Tracer("github.com/batonproxy/baton"), prop: o.Propagator,
-		edges: map[string]*edge{}}
+		edges: map[string]*edge{}, sm: sm}
 	var recStore record.Store
 	if c.RecordsOn() {
 		recStore = o.Store
@@ -92,6 +105,7 @@ func New(o Options) (*Server, error) {
 	guard := trust.NewAddressGuard(c.External.Allow)
 	topts.Control = guard.Control
 	externalTransport := NewTransport(topts)
+	s.tp = newTransparent(c, guard, externalTransport, o.Logger)
 	env := o.Env
 	if env == nil {
 		env = func(string) string { return "" }
@@ -109,15 +123,19 @@ func New(o Options) (*Server, error) {
 		s.edges[name] = newEdge(c, name, peerTransport, s.book, o.Logger, onClose)
 		s.edges[name].signer = ts.signer
 	}
+	if err := s.observeEdges(); err != nil {
+		return nil, err
+	}
 
 	egressProxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			in := middleware.InfoFromContext(pr.In.Context())
+			in.Delivered = true // past every check: this goes to the peer
 			// SetURL replaces scheme and host (absolute-form requests
 			// included) and joins the target's base path.
 			pr.SetURL(in.Target)
 		},
-		Transport:    &routedTransport{edges: s.edges, external: externalTransport},
+		Transport:    &routedTransport{edges: s.edges, external: measureClient(sm.m, externalTransport, "")},
 		BufferPool:   pool,
 		ErrorHandler: errorHandler,
 		ErrorLog:     errLog,
@@ -128,9 +146,9 @@ func New(o Options) (*Server, error) {
 			if in := middleware.InfoFromContext(pr.In.Context()); in != nil {
 				in.Delivered = true // past every check: this goes to the agent
 			}
-			pr.SetURL(upstream)
+			pr.SetURL(s.tp.upstreamFor(pr.In.Context(), upstream))
 		},
-		Transport:    peerTransport,
+		Transport:    measureClient(sm.m, peerTransport, upstream.Hostname()),
 		BufferPool:   pool,
 		ErrorHandler: errorHandler,
 		ErrorLog:     errLog,
@@ -152,8 +170,16 @@ func New(o Options) (*Server, error) {
 		lines = middleware.NewLineWriter(o.AccessLog, level)
 	}
 	rs := newResolver(c)
+	tainted := middleware.NewTaint(middleware.TaintOptions{
+		Store: o.Store, Agent: c.Agent, Config: c.Taint, Log: o.Logger,
+		Modes: func(in *middleware.Info) (string, string) {
+			e, _ := c.InEdge(in.From)
+			return e.UntrustedMode()
+		},
+	})
 	eg := chi.Chain(
 		middleware.AccessLogTo(lines, o.Logger, middleware.Egress, c.Agent),
+		middleware.Measure(sm.m),
 		tracing,
 		rs.middleware,
 		middleware.Identity(hops),
@@ -166,6 +192,7 @@ func New(o Options) (*Server, error) {
 			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
 		}),
 		middleware.Contract(checker, contractOut, o.Logger),
+		tainted.Egress,
 	).Handler(egressProxy)
 
 	maxHops := func(from string) int {
@@ -176,6 +203,7 @@ func New(o Options) (*Server, error) {
 	}
 	ig := chi.Chain(
 		middleware.AccessLogTo(lines, o.Logger, middleware.Ingress, c.Agent),
+		middleware.Measure(sm.m),
 		tracing,
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.Verify(middleware.VerifyOptions{
@@ -185,6 +213,7 @@ func New(o Options) (*Server, error) {
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book, hops),
 		middleware.Contract(checker, contractIn, o.Logger),
+		tainted.Ingress,
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
 		middleware.Remember(hops),
 	).Handler(ingressProxy)
@@ -204,6 +233,7 @@ func (s *Server) httpServer(h http.Handler, errLog *log.Logger) *http.Server {
 		IdleTimeout:       t.Idle.D(),
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          errLog,
+		ConnContext:       connContext,
 	}
 	return srv
 }
@@ -216,7 +246,7 @@ func (s *Server) Start() error {
 	addrs := [3]string{s.cfg.Listen.Egress, s.cfg.Listen.Ingress, s.cfg.Listen.Admin}
 	names := [3]string{"egress", "ingress", "admin"}
 	for i, a := range addrs {
-		l, err := net.Listen("tcp", a)
+		l, err := s.listen(i, a)
 		if err != nil {
 			for _, prev := range s.listeners[:i] {
 				prev.Close()
@@ -278,6 +308,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	s.bgCancel()
 	s.bg.Wait()
+	s.sm.stop()
 	s.book.Close() // flush queued records
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("proxy: shutdown: %w", err)

@@ -65,12 +65,12 @@ Usage:
   baton dlq ls [--edge FROM→TO] [--offset N] [--limit N] [--admin HOST:PORT]
   baton dlq show|replay|drop ID [--admin HOST:PORT]
                                  list, inspect, replay or drop dead letters
-  baton envelope validate [flags] FILE...
+` + topUsage + `  baton envelope validate [flags] FILE...
                                  check handoff envelopes (bare, or inside an A2A
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
   baton envelope example         print a complete, valid envelope
-` + keygenUsage + `  baton version                  print the version
+` + keygenUsage + iptablesUsage + injectUsage + `  baton version                  print the version
   baton help                     this text
 
 serve
@@ -86,7 +86,7 @@ serve
   requests finish within shutdown_grace, and exits 0. BATON_CONFIG may name
   FILE instead of --config.
 
-trace and dlq
+trace, dlq and top
   Talk to a Baton's admin listener (default 127.0.0.1:15000); BATON_ADMIN_TOKEN is
   sent as a bearer token when set.
 
@@ -98,8 +98,14 @@ Tracing
   OTEL_TRACES_EXPORTER=none turns export off. OTEL_SERVICE_NAME,
   OTEL_RESOURCE_ATTRIBUTES and OTEL_TRACES_SAMPLER are honoured.
 
+Metrics
+  GET /metrics on the admin listener (Prometheus text, no token needed), and
+  OTLP push when OTEL_EXPORTER_OTLP_ENDPOINT or ..._METRICS_ENDPOINT is set
+  (..._METRICS_PROTOCOL as above). OTEL_METRICS_EXPORTER lists otlp,
+  prometheus or none. Series: docs/metrics.md.
+
 Documentation: README.md and docs/ (config.md, idempotency.md, records.md,
-resilience.md, envelope.md, problems.md).
+resilience.md, envelope.md, problems.md, interception.md).
 `
 
 // run executes one baton command.
@@ -121,8 +127,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return traceCmd(rest, stdout, env)
 	case "dlq":
 		return dlqCmd(rest, stdout, env)
+	case "top":
+		return topCmd(ctx, rest, stdout, env)
 	case "demo":
 		return demo(ctx, rest, stdout, stderr)
+	case "inject":
+		return injectCmd(rest, os.Stdin, stdout, stderr)
+	case "inject-webhook":
+		return injectWebhookCmd(ctx, rest, stderr, env)
+	case "iptables":
+		return iptablesCmd(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "baton", version)
 		return nil

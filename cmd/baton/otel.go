@@ -14,17 +14,19 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// telemetry is the process's tracing setup.
+// telemetry is the process's tracing and metrics setup.
 type telemetry struct {
 	provider   *sdktrace.TracerProvider
 	propagator propagation.TextMapPropagator
+	meters     *meters // metrics.go
 	shutdown   func(context.Context) error
 }
 
-// setupTracing builds the tracer provider from the standard OTEL_*
-// variables. A provider exists even with no exporter: Baton needs real span
-// and trace ids to propagate, whether or not anything is exported.
-func setupTracing(ctx context.Context, env func(string) string, agent string) (*telemetry, error) {
+// setupTelemetry builds the tracer provider from the standard OTEL_*
+// variables, and the meter provider (setupMetrics). A tracer provider exists
+// even with no exporter: Baton needs real span and trace ids to propagate,
+// whether or not anything is exported.
+func setupTelemetry(ctx context.Context, env func(string) string, agent string) (*telemetry, error) {
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "baton"), attribute.String("baton.agent", agent)),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
@@ -39,11 +41,16 @@ func setupTracing(ctx context.Context, env func(string) string, agent string) (*
 	if exp != nil {
 		opts = append(opts, sdktrace.WithBatcher(exp))
 	}
+	m, err := setupMetrics(ctx, env, res)
+	if err != nil {
+		return nil, err
+	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	return &telemetry{
 		provider:   tp,
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-		shutdown:   tp.Shutdown,
+		meters:     m,
+		shutdown:   func(ctx context.Context) error { return errors.Join(tp.Shutdown(ctx), m.shutdown(ctx)) },
 	}, nil
 }
 

@@ -168,14 +168,14 @@ func attr(kvs []*commonpb.KeyValue, key string) string {
 }
 
 // telemetryBaton starts a Baton in this process with the telemetry baton
-// serve sets up from the environment.
-func telemetryBaton(t *testing.T, yaml string) (*proxy.Server, *telemetry) {
+// serve sets up from the environment env reads.
+func telemetryBaton(t *testing.T, yaml string, env func(string) string) (*proxy.Server, *telemetry) {
 	t.Helper()
 	c, err := config.Parse(strings.NewReader(yaml+"listen: {egress: 127.0.0.1:0, ingress: 127.0.0.1:0, admin: 127.0.0.1:0}\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel, err := setupTelemetry(context.Background(), os.Getenv, c.Agent)
+	tel, err := setupTelemetry(context.Background(), env, c.Agent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func threeBatons(t *testing.T, rcv *otlpReceiver) {
 		io.WriteString(w, `{"written":true}`)
 	}))
 	defer writerAgent.Close()
-	c, telC := telemetryBaton(t, "agent: writer\nupstream: "+writerAgent.URL+"\n")
+	c, telC := telemetryBaton(t, "agent: writer\nupstream: "+writerAgent.URL+"\n", os.Getenv)
 
 	// summarizer's agent hands the work on to writer, forwarding the
 	// traceparent it was given, as an instrumented agent does.
@@ -244,13 +244,13 @@ func threeBatons(t *testing.T, rcv *otlpReceiver) {
 	}))
 	defer summarizerAgent.Close()
 	b, telB := telemetryBaton(t, "agent: summarizer\nupstream: "+summarizerAgent.URL+"\n"+
-		"peers: {writer: {url: http://"+c.IngressAddr()+"}}\n")
+		"peers: {writer: {url: http://"+c.IngressAddr()+"}}\n", os.Getenv)
 	bEgress = b.EgressAddr()
 
 	gone := closedListener(t)
 	a, telA := telemetryBaton(t, "agent: analyst\nupstream: http://127.0.0.1:9\n"+
 		"peers: {summarizer: {url: http://"+b.IngressAddr()+"}, gone: {url: http://"+gone+"}}\n"+
-		"edges: [{to: summarizer}, {to: gone, retry: {attempts: 1, backoff: 1ms}}]\n")
+		"edges: [{to: summarizer}, {to: gone, retry: {attempts: 1, backoff: 1ms}}]\n", os.Getenv)
 
 	const traceID = "0af7651916cd43dd8448eb211c80319c"
 	const key = "task-7"

@@ -82,7 +82,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	if env("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit(cfg))
 	}
-	tel, err := setupTracing(ctx, env, cfg.Agent)
+	tel, err := setupTelemetry(ctx, env, cfg.Agent)
 	if err != nil {
 		return err
 	}
@@ -96,6 +96,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	srv, err := proxy.New(proxy.Options{
 		Config: cfg, Store: store, Logger: log,
 		TracerProvider: tel.provider, Propagator: tel.propagator, Env: env, AccessLog: logOut,
+		MeterProvider: tel.meters.provider, Metrics: tel.meters.handler,
 	})
 	if err != nil {
 		return err
@@ -119,7 +120,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 		log.Warn("in-flight requests cut at the end of the grace period", "error", err.Error())
 	}
 	if err := tel.shutdown(sctx); err != nil {
-		log.Warn("flushing spans", "error", err.Error())
+		log.Warn("flushing spans and metrics", "error", err.Error())
 	}
 	if err := store.Close(); err != nil {
 		log.Warn("closing store", "error", err.Error())

@@ -409,6 +409,23 @@ func (b *Book) DeadLetters(ctx context.Context, edge string, offset, limit int) 
 	return out, total, nil
 }
 
+// DeadLetterCount returns how many dead letters one edge ("from→to") has,
+// or all of them when edge is "": one store call.
+func (b *Book) DeadLetterCount(ctx context.Context, edge string) (int64, error) {
+	if b.store == nil {
+		return 0, nil
+	}
+	key := dlqKey
+	if edge != "" {
+		key = dlqEdgeKey(edge)
+	}
+	n, err := b.store.IndexCount(ctx, key)
+	if err != nil {
+		return 0, fmt.Errorf("record: counting dead letters: %w", err)
+	}
+	return n, nil
+}
+
 // tailCache remembers the last tail this process wrote per trace (bounded:
 // when full it is emptied; a miss costs one extra round trip, never
 // correctness).
