@@ -189,7 +189,13 @@ func telemetryBaton(t *testing.T, yaml string, env func(string) string) (*proxy.
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+		_ = tel.shutdown(ctx)
+		store.Close()
+	})
 	return s, tel
 }
 
