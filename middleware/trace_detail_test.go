@@ -65,7 +65,7 @@ func TestSpanDetail(t *testing.T) {
 		},
 		{
 			name: "external fetch: no edge ends, no key", side: Egress, agent: "analyst",
-			fill: func(in *Info, _ http.ResponseWriter) { in.From, in.External = "analyst", "api.example.com:443" },
+			fill:   func(in *Info, _ http.ResponseWriter) { in.From, in.External = "analyst", "api.example.com:443" },
 			absent: []attribute.Key{AttrEdgeFrom, AttrEdgeTo, AttrKeyDigest, AttrReplayed},
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -37,19 +38,27 @@ func startTopPair(t *testing.T) topPair {
 
 func (p topPair) handoffs(t *testing.T, host string, n, want int) {
 	t.Helper()
+	if err := p.send(host, n, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// send makes n handoffs to host, each of which must be answered want.
+func (p topPair) send(host string, n, want int) error {
 	for range n {
 		req, _ := http.NewRequest("POST", "http://"+p.egress+"/tasks", strings.NewReader(`{"task":1}`))
 		req.Host = host
 		resp, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != want {
-			t.Fatalf("handoff to %s: %d, want %d", host, resp.StatusCode, want)
+			return fmt.Errorf("handoff to %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
+	return nil
 }
 
 // row returns the fields of the table row of edge on side.
@@ -139,9 +148,12 @@ func TestTopRefreshes(t *testing.T) {
 	p.handoffs(t, "summarizer", 3, 200)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	term := &frames{stop: 2, cancel: cancel, between: func() { p.handoffs(t, "summarizer", 2, 200) }}
+	var sendErr error // from top's goroutine, read once it returned
+	term := &frames{stop: 2, cancel: cancel, between: func() { sendErr = p.send("summarizer", 2, 200) }}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"top", "--interval", "20ms", "--admin", p.a}, term, io.Discard, noEnv) }()
+	go func() {
+		done <- run(ctx, []string{"top", "--interval", "20ms", "--admin", p.a}, term, io.Discard, noEnv)
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -149,6 +161,9 @@ func TestTopRefreshes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("top did not stop when its context ended")
+	}
+	if sendErr != nil {
+		t.Fatal(sendErr)
 	}
 	parts := strings.Split(term.buf.String(), "\x1b[H\x1b[2J")
 	if len(parts) != 3 || parts[0] != "" {
