@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -63,6 +64,11 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 	o, err := in.cfg.options(meta, fallbackName)
 	if err != nil {
 		return o, err
+	}
+	if spec.HostNetwork {
+		// Baton's ports would be the node's, and in transparent mode its
+		// redirects the node's too.
+		return o, errors.New("the pod uses hostNetwork: Baton's listeners and redirects would be the node's")
 	}
 	for _, v := range spec.Volumes {
 		if v.Name == configVolume || v.Name == keyVolume || v.Name == runVolume {

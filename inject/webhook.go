@@ -133,6 +133,10 @@ func (h *Webhook) Review(req *admissionv1.AdmissionRequest, nsEnabled bool) *adm
 	if err == nil && !want {
 		return resp
 	}
+	if err == nil && pod.Spec.HostNetwork && pod.Annotations[AnnotationInject] != "true" {
+		// Opted in by its namespace only: leave it be rather than refuse it.
+		return warn("the pod uses hostNetwork; Baton not injected")
+	}
 	orig := pod.DeepCopy()
 	var o Options
 	if err == nil {

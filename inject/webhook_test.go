@@ -548,3 +548,38 @@ func TestWebhookReloadsCertificate(t *testing.T) {
 		t.Fatalf("with a broken file, served %q, want second kept", cn)
 	}
 }
+
+func TestWebhookHostNetwork(t *testing.T) {
+	t.Parallel()
+	s := startWebhook(t, testConfig())
+	body, err := os.ReadFile(filepath.Join("testdata", "review", "plain.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPod := func(annotations map[string]any) []byte {
+		var rv map[string]any
+		if err := json.Unmarshal(body, &rv); err != nil {
+			t.Fatal(err)
+		}
+		obj := rv["request"].(map[string]any)["object"].(map[string]any)
+		obj["spec"].(map[string]any)["hostNetwork"] = true
+		if annotations != nil {
+			obj["metadata"].(map[string]any)["annotations"] = annotations
+		}
+		b, err := json.Marshal(rv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// Opted in by its namespace: left alone, with a warning.
+	_, resp := s.reviewBody(t, PathMutateNamespace, withPod(nil))
+	if !resp.Allowed || resp.Patch != nil || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "hostNetwork") {
+		t.Errorf("namespace opt-in: %+v", resp)
+	}
+	// Asked for by the pod itself: refused, saying why.
+	_, resp = s.reviewBody(t, PathMutate, withPod(map[string]any{"baton.dev/inject": "true"}))
+	if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "hostNetwork") {
+		t.Errorf("pod opt-in: %+v", resp)
+	}
+}
