@@ -19,8 +19,8 @@ type Signal struct {
 // DefaultInjectionScore is the score at or above which a span is flagged. A
 // single strong sign reaches it (an "ignore previous instructions" phrase, a
 // chat-template role marker, tool-call syntax, tag characters, four or more
-// zero-width characters); weak signs ("you are now", "act as", a line
-// starting "system:", an encoded blob) need company.
+// zero-width characters, three or more bidi controls); weak signs ("you are
+// now", "act as", a line starting "system:", an encoded blob) need company.
 const DefaultInjectionScore = 0.5
 
 // Flagged reports whether s reaches DefaultInjectionScore.
@@ -315,7 +315,8 @@ var scanPool = sync.Pool{New: func() any { return new(scanScratch) }}
 //     punctuation and invisible characters do not hide them: "ignore (all)
 //     previous instructions", "disregard the above", "you are now", "from now
 //     on you", "new instructions", "system prompt", "do not tell the user",
-//     "act as", "forward ... to", "send ... to http";
+//     "(you|please) act as", "act as (my|your|if)", "pretend to be",
+//     "forward ... to", "send ... to http";
 //   - role markers, matched in the raw text, case-insensitively: chat-template
 //     tokens ("<|im_start|>", "[INST]", "<<SYS>>", "<system>", "### Instruction")
 //     and lines starting "system:" or "assistant:";
@@ -323,11 +324,12 @@ var scanPool = sync.Pool{New: func() any { return new(scanScratch) }}
 //     "```tool" and the like;
 //   - invisible characters: zero-width characters (U+200B..U+200F,
 //     U+2060..U+2064, U+FEFF other than a leading byte order mark; a joiner
-//     after a non-Latin letter, a mark or an emoji is not counted), bidi
+//     or directional mark after a non-Latin letter, a mark or an emoji is
+//     ordinary typography and not counted), bidi
 //     controls (U+202A..U+202E, U+2066..U+2069) and tag characters
 //     (U+E0000..U+E007F, except in an emoji flag sequence);
-//   - encoded blobs: a run of at least 200 base64 characters (with digits and
-//     both cases), or of 200 hex digits, and data: URIs.
+//   - encoded blobs: a run of at least 200 base64 characters (digits, both
+//     cases, a quarter of it not hex), or of 200 hex digits, and data: URIs.
 //
 // Each kind found adds its weight to the score and one reason, such as
 // "instruction phrase: ignore previous instructions", "role marker:

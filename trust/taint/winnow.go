@@ -74,7 +74,7 @@ type Hasher struct {
 	k, w int
 	pow  uint64 // hashBase^k, to remove the byte leaving the k-gram
 	norm []byte
-	sel  []uint64 // the minima of successive windows
+	sel  []uint64 // minima of successive windows, selSize of them
 	cur  []uint64 // the hashes of the current block of W k-grams
 	suf  []uint64 // the suffix minima of the previous block, and one more
 	seen fpSet
@@ -96,7 +96,7 @@ func NewHasher(p Params) *Hasher {
 	for range p.K {
 		pow *= hashBase
 	}
-	return &Hasher{k: p.K, w: p.W, pow: pow, cur: make([]uint64, p.W), suf: make([]uint64, p.W+1)}
+	return &Hasher{k: p.K, w: p.W, pow: pow, sel: make([]uint64, selSize), cur: make([]uint64, p.W), suf: make([]uint64, p.W+1)}
 }
 
 // Params returns the parameters h was made with.
@@ -156,13 +156,11 @@ func (h *Hasher) Sum(dst []uint64, text []byte) []uint64 {
 	// block up to t. suf holds the suffix minima of the previous block
 	// (suf[w], and all of it before the first block ends, is the maximum
 	// hash), pre the running minimum of the current block, cur its hashes.
-	// The loop is branch-free but for block ends and makes no calls: each
-	// window's minimum is written to sel, and kept (ns advances) when it
-	// differs from the previous window's.
-	if cap(h.sel) < n-w+1 {
-		h.sel = make([]uint64, n-w+1+n/4)
-	}
-	sel := h.sel[:n-w+1]
+	// The inner loop is branch-free but for block ends and makes no calls:
+	// each window's minimum is written to sel, and kept (ns advances) when
+	// it differs from the previous window's; sel is added to the set of
+	// fingerprints each time it may be full.
+	sel := (*[selSize]uint64)(h.sel)
 	cur := h.cur[:w]
 	suf := h.suf[:w+1]
 	for i := range suf {
@@ -181,40 +179,48 @@ func (h *Hasher) Sum(dst []uint64, text []byte) []uint64 {
 		pre = min(pre, v)
 	}
 	// The first window is the first block.
-	sel[0] = pre
-	ns := 1
+	h.seen.reset(2*n/(w+1) + 16)
+	h.seen.add(pre)
+	dst = append(dst, pre)
 	last := pre
 	t := w // offset in its block of the k-gram just hashed
-	for p := w; p < n; p++ {
-		if t == w {
-			m := cur[w-1]
-			suf[w-1] = m
-			for j := w - 2; j >= 0; j-- {
-				m = min(m, cur[j])
-				suf[j] = m
+	for p := w; p < n; {
+		// A chunk of k-grams p..p+len(ins)-1: ins[j] enters k-gram p+j,
+		// outs[j] leaves it. Slicing them to one length lets the compiler
+		// drop the bounds checks.
+		ins := in[p:min(n, p+selSize)]
+		outs := out[p-1 : p-1+len(ins)]
+		ns := 0
+		for j, c := range ins {
+			if t == w {
+				m := cur[w-1]
+				suf[w-1] = m
+				for i := w - 2; i >= 0; i-- {
+					m = min(m, cur[i])
+					suf[i] = m
+				}
+				t = 0
+				pre = math.MaxUint64
 			}
-			t = 0
-			pre = math.MaxUint64
+			x = x*hashBase + uint64(c) - uint64(outs[j])*pow
+			v = mix(x)
+			cur[t] = v
+			pre = min(pre, v)
+			m := min(suf[t+1], pre)
+			sel[ns&(selSize-1)] = m
+			ns += b2i(m != last)
+			last = m
+			t++
 		}
-		x = x*hashBase + uint64(in[p]) - uint64(out[p-1])*pow
-		v = mix(x)
-		cur[t] = v
-		pre = min(pre, v)
-		m := min(suf[t+1], pre)
-		sel[ns] = m
-		ns += b2i(m != last)
-		last = m
-		t++
-	}
-
-	h.seen.reset(ns)
-	for _, v := range sel[:ns] {
-		if h.seen.add(v) {
-			dst = append(dst, v)
-		}
+		p += len(ins)
+		dst = h.seen.appendNew(dst, sel[:ns])
 	}
 	return dst
 }
+
+// selSize is the number of window minima Sum collects before adding them to
+// the set of fingerprints.
+const selSize = 1024
 
 // b2i is 1 for true, compiled to a flag move rather than a branch.
 func b2i(b bool) int {
@@ -225,8 +231,8 @@ func b2i(b bool) int {
 	return i
 }
 
-// fpSet is an open-addressing set of fingerprints. A zero key marks an empty
-// slot; the fingerprint 0 is tracked apart.
+// fpSet is an open-addressing set of fingerprints, at most half full. A zero
+// key marks an empty slot; the fingerprint 0 is tracked apart.
 type fpSet struct {
 	keys    []uint64
 	mask    uint64
@@ -234,7 +240,7 @@ type fpSet struct {
 	hasZero bool
 }
 
-// reset empties the set, sized for up to want entries at most half full.
+// reset empties the set, sized for want entries.
 func (s *fpSet) reset(want int) {
 	size := max(64, 1<<bits.Len(uint(2*want)))
 	if cap(s.keys) < size {
@@ -245,6 +251,16 @@ func (s *fpSet) reset(want int) {
 	s.mask = uint64(size - 1)
 	s.count = 0
 	s.hasZero = false
+}
+
+// appendNew adds vs to the set and appends to dst those that were absent.
+func (s *fpSet) appendNew(dst, vs []uint64) []uint64 {
+	for _, v := range vs {
+		if s.add(v) {
+			dst = append(dst, v)
+		}
+	}
+	return dst
 }
 
 // add inserts v and reports whether it was absent.
@@ -259,10 +275,31 @@ func (s *fpSet) add(v uint64) bool {
 		case 0:
 			s.keys[i] = v
 			s.count++
+			if 2*s.count > len(s.keys) {
+				s.grow()
+			}
 			return true
 		case v:
 			return false
 		}
+	}
+}
+
+// grow doubles the table; a text with far more distinct window minima than
+// expected (about 2/(W+1) per byte) needs it.
+func (s *fpSet) grow() {
+	old := s.keys
+	s.keys = make([]uint64, 2*len(old))
+	s.mask = uint64(len(s.keys) - 1)
+	for _, v := range old {
+		if v == 0 {
+			continue
+		}
+		i := v >> 7 & s.mask
+		for s.keys[i] != 0 {
+			i = (i + 1) & s.mask
+		}
+		s.keys[i] = v
 	}
 }
 

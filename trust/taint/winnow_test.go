@@ -239,3 +239,25 @@ func TestFpSetZeroAndCollisions(t *testing.T) {
 		t.Error("reset did not empty the set")
 	}
 }
+
+func TestFpSetGrows(t *testing.T) {
+	t.Parallel()
+	var s fpSet
+	s.reset(1)
+	rng := rand.New(rand.NewPCG(1, 1))
+	vals := make([]uint64, 5000)
+	for i := range vals {
+		vals[i] = rng.Uint64()
+		if !s.add(vals[i]) {
+			t.Fatalf("fresh value %x reported present", vals[i])
+		}
+	}
+	for _, v := range vals {
+		if s.add(v) {
+			t.Fatalf("value %x lost when the set grew", v)
+		}
+	}
+	if 2*s.count > len(s.keys) {
+		t.Fatalf("%d entries in %d slots", s.count, len(s.keys))
+	}
+}
