@@ -544,6 +544,13 @@ func (m *Metrics) request(method string, in *Info, d time.Duration) {
 			e.label(c, keyReason.String(denialReasons[i]))
 		}
 	}
+	if in.Labels != nil || in.Injection != nil {
+		n := 0
+		if in.Labels != nil {
+			n = len(in.Labels.Spans)
+		}
+		m.Untrusted(e, n, in.Injection != nil)
+	}
 	if in.Uncorrelated && in.Side == Egress && in.Handoff() {
 		if !e.uncorrelated.add(1) {
 			e.label(&e.uncorrelated)

@@ -318,7 +318,8 @@ func TestMetricsScrape(t *testing.T) {
 		{"baton_retry_budget_remaining", toB, 3},
 		{"baton_handoff_uncorrelated_total", toB, 5},
 		{"baton_handoff_uncorrelated_total", toGone, 2},
-		{"baton_untrusted_labels_total", toB, 0},
+		// The envelope example marks one artifact untrusted itself.
+		{"baton_untrusted_labels_total", toB, 1},
 		{"baton_untrusted_injections_total", toB, 0},
 		{"baton_handoff_duration_seconds_count", toB, 5},
 		{"baton_handoff_duration_seconds_count", toGone, 2},
@@ -353,7 +354,8 @@ func TestMetricsScrape(t *testing.T) {
 		{"baton_store_duration_seconds_count", map[string]string{"op": "swap"}, 4},
 		{"baton_store_errors_total", map[string]string{"op": "claim_many"}, 0},
 		{"http_client_request_duration_seconds_count", map[string]string{"server_address": "127.0.0.1", "http_response_status_code": "200"}, 4},
-		{"baton_untrusted_labels_total", fromA, 0},
+		// The edge is unsigned: every handoff on it is untrusted as a whole.
+		{"baton_untrusted_labels_total", fromA, 6},
 	})
 	if ratio, _ := sc.sb.value("baton_envelope_size_ratio_sum", fromA); ratio <= 1 {
 		t.Errorf("the envelope over max_bytes has a size ratio of %v, want > 1", ratio)

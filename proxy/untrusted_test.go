@@ -85,8 +85,8 @@ func artifact(name, content, trustLabel string) map[string]any {
 // untrustedChain is analyst (who may fetch from web) → summarizer →
 // reviewer, each with its own store.
 type untrustedChain struct {
-	web                          string
-	analyst, summarizer, reviewer *baton
+	web                            string
+	analyst, summarizer, reviewer  *baton
 	summarizerAgent, reviewerAgent seen
 }
 
