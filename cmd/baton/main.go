@@ -57,7 +57,8 @@ Usage:
   baton demo [-v]                run a three-agent workflow, each agent with its Baton
                                  on loopback: a handoff dead-lettered and replayed, the
                                  trace tree, a retry answered from the dedupe window, a
-                                 stream (-v: the Batons' JSON logs on stderr)
+                                 stream, copied web text labelled untrusted and
+                                 spotlighted (-v: the Batons' JSON logs on stderr)
   baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
                                  print a trace's handoff records as a tree (from one or
                                  more Batons); --verify checks each hash chain, exit 1

@@ -118,7 +118,9 @@ func TestDemo(t *testing.T) {
 		"(delivered with status 200 on replay)", "hash chain intact", "analyst ran 1 time(s), flagger ran 1 time(s)",
 		"Baton-Contract:  violations=0; completeness=1.00", "422 the handoff envelope breaks its contract",
 		"/open_questions", "side_effects [read] (narrowed, never widened)", "401 the edge from \"analyst\" requires a signature",
-		"draft ready", "403"} {
+		"draft ready", "403",
+		`untrusted=("/artifacts/0/content";src="http://`, `artifact trust "untrusted", source "http://`,
+		"content «untrusted»Note:ˆvendor-17ˆRESTATED", "Baton-Injection: score="} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
