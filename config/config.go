@@ -294,7 +294,8 @@ func Decode(r io.Reader) (*Config, error) {
 // ApplyEnv overrides the top-level scalars from BATON_AGENT, BATON_UPSTREAM,
 // BATON_LOG_LEVEL and BATON_SHUTDOWN_GRACE, and the Redis password from
 // BATON_REDIS_PASSWORD (only when the file configures store.redis: a password
-// alone does not switch the store). An empty variable counts as unset. A
+// alone does not switch the store), the admin token from BATON_ADMIN_TOKEN and
+// intercept.mode from BATON_INTERCEPT_MODE (set per pod by the injector). An empty variable counts as unset. A
 // malformed duration is kept, with its text, for Validate to report.
 func (c *Config) ApplyEnv(env func(string) string) {
 	str := func(dst *string, name, path string) {
@@ -321,6 +322,7 @@ func (c *Config) ApplyEnv(env func(string) string) {
 		str(&r.Password, "BATON_REDIS_PASSWORD", "store.redis.password")
 	}
 	str(&c.AdminToken, "BATON_ADMIN_TOKEN", "admin_token")
+	str(&c.Intercept.Mode, "BATON_INTERCEPT_MODE", "intercept.mode")
 }
 
 func (c *Config) noteEnv(path, name string) {

@@ -785,6 +785,16 @@ func TestParseEnv(t *testing.T) {
 			},
 		},
 		{
+			name: "BATON_INTERCEPT_MODE overrides the file",
+			in:   minimal + "intercept: {mode: proxy}\n",
+			env:  map[string]string{"BATON_INTERCEPT_MODE": "transparent"},
+			check: func(t *testing.T, c *Config) {
+				if !c.Transparent() {
+					t.Errorf("Intercept.Mode = %q, want transparent", c.Intercept.Mode)
+				}
+			},
+		},
+		{
 			name: "BATON_SHUTDOWN_GRACE overrides the file",
 			in:   minimal + "shutdown_grace: 5s\n",
 			env:  map[string]string{"BATON_SHUTDOWN_GRACE": "45s"},

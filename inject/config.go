@@ -201,8 +201,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, e := range c.Env {
-		if e.Name == "" || e.Name == "BATON_AGENT" || e.Name == "BATON_UPSTREAM" {
-			bad(fmt.Sprintf("env[%d].name", i), "must be set, and not BATON_AGENT or BATON_UPSTREAM (the injector sets them per pod), got %q", e.Name)
+		if e.Name == "" || e.Name == "BATON_AGENT" || e.Name == "BATON_UPSTREAM" || e.Name == "BATON_INTERCEPT_MODE" {
+			bad(fmt.Sprintf("env[%d].name", i), "must be set, and not BATON_AGENT, BATON_UPSTREAM or BATON_INTERCEPT_MODE (the injector sets them per pod), got %q", e.Name)
 		}
 	}
 	sortErrs(errs)

@@ -143,6 +143,8 @@ func (in *Injector) sidecar(o Options) corev1.Container {
 	env := []corev1.EnvVar{
 		{Name: "BATON_AGENT", Value: o.Agent},
 		{Name: "BATON_UPSTREAM", Value: "http://127.0.0.1:" + strconv.Itoa(int(o.AgentPort))},
+		// The pod's interception mode, whatever the shared config says.
+		{Name: "BATON_INTERCEPT_MODE", Value: o.Intercept},
 	}
 	if s := in.cfg.AdminTokenSecret; s != nil {
 		env = append(env, secretEnv("BATON_ADMIN_TOKEN", s))
