@@ -370,7 +370,7 @@ func (c *Config) ApplyDefaults() {
 	if c.Store.Memory.MaxBytes == 0 {
 		c.Store.Memory.MaxBytes = DefaultMemoryBytes
 	}
-	c.Taint.applyDefaults()
+	c.Taint.applyDefaults(c.Store)
 	if r := c.Store.Redis; r != nil {
 		defD(&r.DialTimeout, DefaultRedisDial)
 		defD(&r.OpTimeout, DefaultRedisOp)

@@ -64,7 +64,7 @@ func defaults() Config {
 		Limits:        Limits{MaxBodyBytes: 10 << 20},
 		Records:       Records{Retention: Duration(DefaultRetention), MaxBodyBytes: DefaultRecordBodyBytes},
 		Trust:         Trust{Skew: Duration(DefaultSkew)},
-		Taint:         Taint{TTL: Duration(DefaultTaintTTL), MaxFingerprints: DefaultMaxFingerprints, MaxScanBytes: DefaultMaxScanBytes, MinSpanBytes: DefaultMinSpanBytes},
+		Taint:         Taint{TTL: Duration(DefaultTaintTTL), MaxFingerprints: DefaultMemoryEntries / 4, MaxScanBytes: DefaultMaxScanBytes, MinSpanBytes: DefaultMinSpanBytes},
 		Timeouts: Timeouts{
 			ReadHeader:     Duration(10 * time.Second),
 			Idle:           Duration(120 * time.Second),
@@ -132,6 +132,7 @@ func TestParseValid(t *testing.T) {
 				}}
 				c.External.Allow = []string{"api.example.com:443"}
 				c.Edges = []Edge{{To: "summarizer", MaxHops: 8}, {From: "planner", MaxHops: 8}}
+				c.Taint.MaxFingerprints = DefaultMaxFingerprints // Redis: not bounded by the memory store
 				return c
 			},
 		},
@@ -243,6 +244,21 @@ func TestParseInvalid(t *testing.T) {
 		in   func(t *testing.T) string
 		want []string
 	}{
+		{
+			name: "untrusted-content settings out of range",
+			in: func(*testing.T) string {
+				return minimal + "taint: {max_fingerprints: 60000, min_fraction: 1.5, injection_score: -1}\n" +
+					"peers: {b: {url: http://127.0.0.1:1}}\nedges: [{to: b, untrusted: spotlight}, {from: c, untrusted: mask, on_injection: ignore}]\n"
+			},
+			want: []string{
+				`taint.max_fingerprints: must be at most half of store.memory.max_entries (100000) with the memory store, so that fingerprints never crowd out dedupe windows and records, got 60000`,
+				`taint.min_fraction: must be between 0 and 1 (0: the default), got 1.5`,
+				`taint.injection_score: must be between 0 and 1 (0: the default), got -1`,
+				`edges[0]: untrusted and on_injection apply to inbound edges (from) only: they decide what the local agent receives`,
+				`edges[1].untrusted: must be tag, spotlight, quarantine or reject, got "mask"`,
+				`edges[1].on_injection: must be flag, quarantine or reject, got "ignore"`,
+			},
+		},
 		// The document as a whole.
 		{
 			name: "a list instead of a mapping",

@@ -15,7 +15,9 @@ type Taint struct {
 	// TTL is how long the agent's untrusted fingerprints are kept.
 	TTL Duration `yaml:"ttl"`
 	// MaxFingerprints bounds the fingerprints kept for the agent; the
-	// oldest half is dropped whole when it is reached.
+	// oldest half is dropped whole when it is reached. Default: 200000 with
+	// Redis; a quarter of store.memory.max_entries with the memory store,
+	// whose other entries (dedupe windows, records) it must not crowd out.
 	MaxFingerprints int `yaml:"max_fingerprints"`
 	// MaxScanBytes is how much of one external response or handoff body is
 	// fingerprinted; the rest passes unscanned (and says so).
@@ -36,19 +38,22 @@ type Taint struct {
 const (
 	DefaultTaintTTL        = 24 * time.Hour
 	DefaultMaxFingerprints = 200_000
-	DefaultMaxScanBytes    = 1 << 20
+	DefaultMaxScanBytes    = 256 << 10
 	DefaultMinSpanBytes    = 24
 )
 
 // Tracking reports whether fingerprinting is on.
 func (t Taint) Tracking() bool { return t.Track == nil || *t.Track }
 
-func (t *Taint) applyDefaults() {
+func (t *Taint) applyDefaults(s Store) {
 	if t.TTL == 0 {
 		t.TTL = Duration(DefaultTaintTTL)
 	}
 	if t.MaxFingerprints == 0 {
 		t.MaxFingerprints = DefaultMaxFingerprints
+		if s.Redis == nil && s.Memory.MaxEntries > 0 {
+			t.MaxFingerprints = max(s.Memory.MaxEntries/4, 1)
+		}
 	}
 	if t.MaxScanBytes == 0 {
 		t.MaxScanBytes = DefaultMaxScanBytes
@@ -88,6 +93,9 @@ func (c *Config) validateTaint(bad badFunc) {
 	}
 	if t.MaxFingerprints < 0 {
 		bad("taint.max_fingerprints", t.MaxFingerprints, "must be > 0")
+	}
+	if m := c.Store.Memory.MaxEntries; c.Store.Redis == nil && m > 0 && t.MaxFingerprints > m/2 {
+		bad("taint.max_fingerprints", t.MaxFingerprints, fmt.Sprintf("must be at most half of store.memory.max_entries (%d) with the memory store, so that fingerprints never crowd out dedupe windows and records", m))
 	}
 	if t.MaxScanBytes < 0 {
 		bad("taint.max_scan_bytes", t.MaxScanBytes, "must be > 0")

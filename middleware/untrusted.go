@@ -398,7 +398,7 @@ func (t *Taint) rememberResponse(r *http.Request, in *Info, cw *tapWriter) {
 	if len(hashes) == 0 {
 		return
 	}
-	if err := t.o.Store.MarkAdd(r.Context(), t.key, hashes, escapeSource(source), t.ttl, t.o.Config.MaxFingerprints); err != nil {
+	if err := t.o.Store.MarkAdd(r.Context(), t.key, t.capped(hashes), escapeSource(source), t.ttl, t.o.Config.MaxFingerprints); err != nil {
 		t.o.Log.LogAttrs(r.Context(), slog.LevelWarn, "untrusted content: fingerprints not kept",
 			slog.String("source", source), slog.String("error", err.Error()))
 	}
@@ -538,4 +538,14 @@ func (c *labelCache) settle(key string, l trust.Labels) trust.Labels {
 	}
 	c.m[key] = l
 	return l
+}
+
+// capped bounds what one response or handoff adds to half the agent's
+// fingerprints (the first ones: Sum returns them in text order), so that a
+// single huge text cannot flush everything else out at once.
+func (t *Taint) capped(hashes []uint64) []uint64 {
+	if half := t.o.Config.MaxFingerprints / 2; half > 0 && len(hashes) > half {
+		return hashes[:half]
+	}
+	return hashes
 }

@@ -138,7 +138,7 @@ func (t *Taint) rememberInbound(ctx context.Context, in *Info, labels trust.Labe
 		bySource[key] = h.Sum(bySource[key], []byte(s.text))
 	}
 	for src, hashes := range bySource {
-		if err := t.o.Store.MarkAdd(ctx, t.key, hashes, src, t.ttl, t.o.Config.MaxFingerprints); err != nil {
+		if err := t.o.Store.MarkAdd(ctx, t.key, t.capped(hashes), src, t.ttl, t.o.Config.MaxFingerprints); err != nil {
 			t.o.Log.LogAttrs(ctx, slog.LevelWarn, "untrusted content: fingerprints not kept",
 				slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID), slog.String("error", err.Error()))
 			return
