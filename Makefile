@@ -17,11 +17,11 @@ image-build-check:
 	@if command -v file >/dev/null; then file bin/baton-image | grep -q 'statically linked' || { file bin/baton-image; echo 'bin/baton-image is not statically linked'; exit 1; }; fi
 	BATON_BINARY=$(CURDIR)/bin/baton-image BATON_VERSION=$(VERSION) $(GO) test -count=1 -run 'TestStaticBinary|TestDockerfile|TestMakefileRunsTheScript' ./build
 
+# Allocation counts mean nothing under -race (sync.Pool drops items): the
+# tests that assert them run again without it.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
-	# Allocation counts mean nothing under -race (sync.Pool drops items):
-	# the tests that assert them run again without it.
 	$(GO) test -count=1 -run 'NoAlloc' ./trust/taint/
 	cd charts/baton/test && $(GO) test -count=1 ./...
 
