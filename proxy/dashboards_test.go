@@ -324,3 +324,22 @@ func TestDashboardsNameExportedSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsDocumented checks that docs/metrics.md describes every Baton
+// series a Baton that served handoffs exports.
+func TestMetricsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := metricsScenario(t)
+	for _, s := range []scrape{sc.sa, sc.sb} {
+		for name := range s {
+			if (strings.HasPrefix(name, "baton_") || strings.HasPrefix(name, "http_")) &&
+				!strings.Contains(string(doc), "`"+name+"`") {
+				t.Errorf("docs/metrics.md does not describe `%s`", name)
+			}
+		}
+	}
+}
