@@ -10,6 +10,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/batonproxy/baton/handoff"
 )
@@ -50,7 +51,8 @@ func handoffInfos() (out, in *Info) {
 // the HTTP client request to the peer; the store writes of its checkpoint
 // and outcome records) and at the receiver's ingress (the same, with the
 // dedupe outcome, the client request to the agent, and the store's claim,
-// swap and receipt write); then both, for a whole handoff. Every record
+// swap and receipt write); then both, for a whole handoff; then each side
+// for a handoff without an envelope. Every record
 // the path makes is in it, although the record writes are batched by the
 // record book's flusher (one store call for many records under load).
 func BenchmarkMetricsPerRequest(b *testing.B) {
@@ -74,6 +76,22 @@ func BenchmarkMetricsPerRequest(b *testing.B) {
 		chained.Done(start, nil)
 		m.Untrusted(e, 0, false)
 	}
+	// The same without an envelope: no contract histograms.
+	plainOut, plainIn := *out, *in
+	plainOut.Contract, plainIn.Contract = nil, nil
+	egressPlain := func() {
+		m.request(http.MethodPost, &plainOut, d)
+		peer.Record(http.MethodPost, 200, d)
+		chained.Done(start, nil)
+		chained.Done(start, nil)
+	}
+	ingressPlain := func() {
+		m.request(http.MethodPost, &plainIn, d)
+		agent.Record(http.MethodPost, 200, d)
+		claim.Done(start, nil)
+		swap.Done(start, nil)
+		chained.Done(start, nil)
+	}
 	for _, bc := range []struct {
 		name string
 		run  func()
@@ -81,6 +99,8 @@ func BenchmarkMetricsPerRequest(b *testing.B) {
 		{"egress", egress},
 		{"ingress", ingress},
 		{"handoff", func() { egress(); ingress() }},
+		{"egress-no-envelope", egressPlain},
+		{"ingress-no-envelope", ingressPlain},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -154,4 +174,43 @@ func reportCPU(b *testing.B, since time.Duration) {
 	if b.N > 0 {
 		b.ReportMetric(float64(cpuTime()-since)/float64(b.N), "cpu-ns/op")
 	}
+}
+
+// BenchmarkChainMeasured is BenchmarkEgressChain and BenchmarkIngressChain
+// (bench_test.go) with Measure after AccessLog, as the proxy builds its
+// chains: the difference between them is what metrics cost a request
+// through the middlewares.
+func BenchmarkChainMeasured(b *testing.B) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	log := benchLogger()
+	tp := sdktrace.NewTracerProvider()
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	m, _ := benchMetrics(b)
+	book := newMemBook(map[string]inbound{traceID: {hop: 1, record: "r1"}})
+	b.Run("egress", func(b *testing.B) {
+		h := AccessLog(log, Egress, "analyst")(Measure(m)(
+			Trace(tp, w3c())(
+				benchResolve(
+					Identity(book)(
+						Limit(1 << 20)(
+							IdempotencyKey(1<<20, false)(drain())))))))
+		runChain(b, h, benchBody(512, false), http.Header{
+			"Content-Type": {"application/json"},
+			"Traceparent":  {"00-" + traceID + "-00f067aa0ba902b7-01"},
+			"Accept":       {"application/json"},
+		})
+	})
+	b.Run("ingress", func(b *testing.B) {
+		h := AccessLog(log, Ingress, "summarizer")(Measure(m)(
+			Trace(tp, w3c())(
+				HopGuard(func(string) int { return 8 })(
+					Limit(1 << 20)(drain())))))
+		runChain(b, h, benchBody(512, true), http.Header{
+			"Content-Type":    {"application/json"},
+			"Traceparent":     {"00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"},
+			"Baton-Agent":     {"analyst"},
+			"Baton-Hop":       {"2"},
+			"Idempotency-Key": {`"a2a-0123456789abcdef0123456789abcdef"`},
+		})
+	})
 }
