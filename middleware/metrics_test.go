@@ -56,7 +56,7 @@ func (f *meterFixture) collect() map[string]metricdata.Aggregation {
 func matches(attrs attribute.Set, want map[string]string) bool {
 	for k, v := range want {
 		got, ok := attrs.Value(attribute.Key(k))
-		if !ok || got.Emit() != v {
+		if !ok || got.String() != v {
 			return false
 		}
 	}

@@ -90,8 +90,8 @@ func TestSpanDetail(t *testing.T) {
 			}
 			for k, v := range tc.want {
 				got, ok := attrs[k]
-				if !ok || got.Emit() != v.Emit() || got.Type() != v.Type() {
-					t.Errorf("%s = %v (present %v), want %v", k, got.Emit(), ok, v.Emit())
+				if !ok || got.String() != v.String() || got.Type() != v.Type() {
+					t.Errorf("%s = %v (present %v), want %v", k, got.String(), ok, v.String())
 				}
 			}
 			for _, k := range tc.absent {

@@ -383,7 +383,7 @@ func TestMetricsSpanDetail(t *testing.T) {
 	for _, s := range sc.a.spans.Ended() {
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		if attrs["baton.replayed"] == "true" {
 			replayed++
@@ -411,7 +411,7 @@ func TestMetricsSpanDetail(t *testing.T) {
 	for _, s := range sc.b.spans.Ended() {
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		if attrs["baton.contract.mode"] == "observe" {
 			contract++
@@ -514,7 +514,7 @@ func TestReplaySpanLinksToOriginal(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range replay.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	for k, want := range map[string]string{"baton.edge.from": "analyst", "baton.edge.to": "gone",
 		"baton.dead_letter.record_id": p.RecordID} {

@@ -241,7 +241,7 @@ func threeBatons(t *testing.T, rcv *otlpReceiver) {
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()
