@@ -38,12 +38,15 @@ const (
 	opIndexRemove
 	opIndexCount
 	opAppendChained
+	opMarkAdd
+	opMarkLookup
 	opPing
 	nStoreOps
 )
 
 var storeOpNames = [nStoreOps]string{"claim", "claim_many", "renew", "swap", "release", "get", "set", "delete",
-	"append", "range", "index_add", "index_range", "index_remove", "index_count", "append_chained", "ping"}
+	"append", "range", "index_add", "index_range", "index_remove", "index_count", "append_chained", "mark_add",
+	"mark_lookup", "ping"}
 
 // measureStore wraps s; without metrics it is s.
 func measureStore(s state.Store, m *middleware.Metrics, indexed func()) state.Store {
@@ -170,6 +173,20 @@ func (s *measuredStore) AppendChained(ctx context.Context, links []state.Link) (
 	res, err := s.Store.AppendChained(ctx, links)
 	s.ops[opAppendChained].Done(start, err)
 	return res, err
+}
+
+func (s *measuredStore) MarkAdd(ctx context.Context, key string, members []uint64, val string, ttl time.Duration, max int) error {
+	start := time.Now()
+	err := s.Store.MarkAdd(ctx, key, members, val, ttl, max)
+	s.ops[opMarkAdd].Done(start, err)
+	return err
+}
+
+func (s *measuredStore) MarkLookup(ctx context.Context, key string, members []uint64) ([]string, error) {
+	start := time.Now()
+	v, err := s.Store.MarkLookup(ctx, key, members)
+	s.ops[opMarkLookup].Done(start, err)
+	return v, err
 }
 
 func (s *measuredStore) Ping(ctx context.Context) error {
