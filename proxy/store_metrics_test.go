@@ -71,8 +71,11 @@ func TestMeasuredStoreLabelsEachOp(t *testing.T) {
 	ctx := context.Background()
 	ttl := time.Minute
 	steps := map[string]func() error{
-		"claim":          func() error { _, _, err := s.Claim(ctx, "c", []byte("v"), ttl); return err },
-		"claim_many":     func() error { _, err := s.ClaimMany(ctx, []state.ClaimOp{{Key: "cm", Val: []byte("v"), TTL: ttl}}); return err },
+		"claim": func() error { _, _, err := s.Claim(ctx, "c", []byte("v"), ttl); return err },
+		"claim_many": func() error {
+			_, err := s.ClaimMany(ctx, []state.ClaimOp{{Key: "cm", Val: []byte("v"), TTL: ttl}})
+			return err
+		},
 		"renew":          func() error { _, err := s.Renew(ctx, "c", []byte("v"), ttl); return err },
 		"swap":           func() error { _, err := s.Swap(ctx, "c", []byte("v"), []byte("w"), ttl); return err },
 		"release":        func() error { _, err := s.Release(ctx, "c", []byte("w")); return err },
