@@ -111,6 +111,27 @@ func promqlMetrics(expr string) []string {
 	return out
 }
 
+// balanced reports whether the brackets of a PromQL expression pair up,
+// strings aside.
+func balanced(expr string) bool {
+	var stack []byte
+	pairs := map[byte]byte{')': '(', ']': '[', '}': '{'}
+	for i := 0; i < len(expr); i++ {
+		switch c := expr[i]; c {
+		case '"', '\'', '`':
+			i = skipString(expr, i) - 1
+		case '(', '[', '{':
+			stack = append(stack, c)
+		case ')', ']', '}':
+			if len(stack) == 0 || stack[len(stack)-1] != pairs[c] {
+				return false
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return len(stack) == 0
+}
+
 // skipString returns the index after the string literal opening at i.
 func skipString(s string, i int) int {
 	q := s[i]
@@ -146,6 +167,14 @@ func TestPromQLMetrics(t *testing.T) {
 	for _, tc := range tests {
 		if got := promqlMetrics(tc.expr); !slices.Equal(got, tc.want) {
 			t.Errorf("promqlMetrics(%q) = %q, want %q", tc.expr, got, tc.want)
+		}
+		if !balanced(tc.expr) {
+			t.Errorf("balanced(%q) = false", tc.expr)
+		}
+	}
+	for _, bad := range []string{`sum(rate(a[5m])`, `rate(a[5m)]`, `a{x="y"`} {
+		if balanced(bad) {
+			t.Errorf("balanced(%q) = true", bad)
 		}
 	}
 }
@@ -293,6 +322,9 @@ func TestDashboardsNameExportedSeries(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, u := range uses {
+		if !balanced(u.expr) {
+			t.Errorf("%s: unbalanced brackets in %q", u.where, u.expr)
+		}
 		names := promqlMetrics(u.expr)
 		if len(names) == 0 {
 			t.Errorf("%s: no series in %q", u.where, u.expr)
