@@ -66,6 +66,6 @@ edges:
 #   upstream_header: 60s
 
 # intercept:
-#   mode: proxy            # or transparent: after `+"`baton iptables`"+` (docs/interception.md)
+#   mode: proxy            # or transparent: after ` + "`baton iptables`" + ` (docs/interception.md)
 #   inbound_ports: []      # agent ports besides upstream's that redirected inbound may reach
 `

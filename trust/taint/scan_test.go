@@ -172,14 +172,3 @@ func TestScanDeterministicAndPure(t *testing.T) {
 		t.Fatal("Scan modified its input")
 	}
 }
-
-func TestScanNoAllocOnCleanText(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are not meaningful with -race (sync.Pool drops items)")
-	}
-	text := []byte(mixedText(8192))
-	Scan(text)
-	if allocs := testing.AllocsPerRun(20, func() { Scan(text) }); allocs != 0 {
-		t.Errorf("Scan of clean text allocated %.1f times", allocs)
-	}
-}

@@ -295,27 +295,6 @@ func TestSpansAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
-func TestSpansNoAllocWithoutEscapes(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are not meaningful with -race (sync.Pool drops items)")
-	}
-	body := []byte(`{"a":{"b":["plain text value", 1, true], "c": "another plain value"}, "d": [["x"]]}`)
-	esc := []byte(`{"a":"with \"escapes\" \u00e9 and \n newline","b":["more\tescapes"]}`)
-	fn := func(string, []byte) {}
-	_ = Spans(body, 1000, fn)
-	if n := testing.AllocsPerRun(50, func() { _ = Spans(body, 1000, fn) }); n != 0 {
-		t.Errorf("Spans allocated %.1f times for strings without escapes", n)
-	}
-	_ = Spans(esc, 1000, fn)
-	if n := testing.AllocsPerRun(50, func() { _ = Spans(esc, 1000, fn) }); n != 0 {
-		t.Errorf("Spans allocated %.1f times for escaped strings once its buffers grew", n)
-	}
-	// Each reported span allocates its pointer, nothing else.
-	if n := testing.AllocsPerRun(50, func() { _ = Spans(body, 0, fn) }); n > 4 {
-		t.Errorf("Spans allocated %.1f times for 4 spans", n)
-	}
-}
-
 func TestSpansReentrant(t *testing.T) {
 	t.Parallel()
 	outer := []byte(`{"inner":"[\"x\",\"y\"]","other":"z"}`)

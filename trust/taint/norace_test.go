@@ -1,5 +1,0 @@
-//go:build !race
-
-package taint
-
-const raceEnabled = false
