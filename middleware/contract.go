@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/batonproxy/baton/handoff"
@@ -106,36 +105,19 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 // stampTimes remembers when each handoff (edge and idempotency key) was
 // first stamped, so that the agent retrying it sends the same bytes again:
 // the receiver's dedupe window fingerprints the body, and a new stamp time
-// would make a retry look like a different request. Bounded, first in first
-// out.
-type stampTimes struct {
-	size  int
-	mu    sync.Mutex
-	m     map[string]time.Time
-	order []string // grows to size, then wraps at next
-	next  int
-}
+// would make a retry look like a different request.
+type stampTimes struct{ m *fifoMap[time.Time] }
 
-func newStampTimes(n int) *stampTimes {
-	return &stampTimes{size: n, m: make(map[string]time.Time)}
-}
+func newStampTimes(n int) *stampTimes { return &stampTimes{m: newFIFOMap[time.Time](n)} }
 
 // at returns the first stamp time of key, recording now when it is new.
 func (s *stampTimes) at(key string, now time.Time) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.m[key]; ok {
-		return t
-	}
-	if len(s.order) < s.size {
-		s.order = append(s.order, key)
-	} else {
-		delete(s.m, s.order[s.next])
-		s.order[s.next] = key
-		s.next = (s.next + 1) % s.size
-	}
-	s.m[key] = now
-	return now
+	return s.m.update(key, func(t time.Time, ok bool) (time.Time, bool) {
+		if ok {
+			return t, false
+		}
+		return now, true
+	})
 }
 
 // mayCarryEnvelope tells the content types worth buffering to look for an

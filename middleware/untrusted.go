@@ -497,25 +497,18 @@ func indexFold(b []byte, p string) int {
 // was first sent with, so that an agent's retry carries the same bytes even
 // when the agent read more untrusted text in between: the receiver's dedupe
 // window fingerprints the body. Labels only grow: a retry carries its first
-// labels plus any found since (never fewer). Bounded, first in first out.
-type labelCache struct {
-	size  int
-	mu    sync.Mutex
-	m     map[string]trust.Labels
-	order []string
-	next  int
-}
+// labels plus any found since (never fewer).
+type labelCache struct{ m *fifoMap[trust.Labels] }
 
-func newLabelCache(size int) *labelCache {
-	return &labelCache{size: size, m: make(map[string]trust.Labels)}
-}
+func newLabelCache(size int) *labelCache { return &labelCache{m: newFIFOMap[trust.Labels](size)} }
 
 // settle returns the labels to send for key: those sent before, with l's
 // added.
 func (c *labelCache) settle(key string, l trust.Labels) trust.Labels {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if prev, ok := c.m[key]; ok {
+	return c.m.update(key, func(prev trust.Labels, ok bool) (trust.Labels, bool) {
+		if !ok {
+			return l, !l.Empty()
+		}
 		merged := trust.Labels{Unscanned: prev.Unscanned || l.Unscanned}
 		for _, s := range prev.Spans {
 			merged.Add(s.Pointer, s.Sources...)
@@ -523,21 +516,8 @@ func (c *labelCache) settle(key string, l trust.Labels) trust.Labels {
 		for _, s := range l.Spans {
 			merged.Add(s.Pointer, s.Sources...)
 		}
-		c.m[key] = merged
-		return merged
-	}
-	if l.Empty() {
-		return l
-	}
-	if len(c.order) < c.size {
-		c.order = append(c.order, key)
-	} else {
-		delete(c.m, c.order[c.next])
-		c.order[c.next] = key
-		c.next = (c.next + 1) % c.size
-	}
-	c.m[key] = l
-	return l
+		return merged, true
+	})
 }
 
 // capped bounds what one response or handoff adds to half the agent's
