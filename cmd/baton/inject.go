@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -91,19 +90,11 @@ func injectCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	image := fl.String("image", "", "Baton's image (default "+defaultImage()+")")
 	initImage := fl.String("init-image", "", "the iptables init container's image (default "+defaultInitImage()+", or --image)")
 	cfgPath := fl.String("config", "", "injector configuration file (the chart's injector.yaml)")
-	bad := func(msg string) error {
-		fmt.Fprint(stderr, "Usage:\n"+injectUsage)
-		return usageError{msg: "inject: " + msg}
-	}
-	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, "Usage:\n"+injectUsage)
-		return nil
-	} else if err != nil {
-		return bad(err.Error())
+	bad, done, err := parseCommand(fl, args, "inject", injectUsage, stdout, stderr)
+	if done || err != nil {
+		return err
 	}
 	switch {
-	case fl.NArg() > 0:
-		return bad(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	case len(files) == 0:
 		return bad("-f FILE is required (- for stdin)")
 	case *port < 0 || *port > 65535:
@@ -154,7 +145,7 @@ func injectCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 }
 
 // injectWebhookCmd runs `baton inject-webhook` until ctx ends.
-func injectWebhookCmd(ctx context.Context, args []string, stderr io.Writer, env func(string) string) error {
+func injectWebhookCmd(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) error {
 	fl := flag.NewFlagSet("inject-webhook", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	listen := fl.String("listen", ":8443", "HTTPS listen address")
@@ -164,16 +155,11 @@ func injectWebhookCmd(ctx context.Context, args []string, stderr io.Writer, env 
 	image := fl.String("image", "", "Baton's image, overriding the configuration's")
 	initImage := fl.String("init-image", "", "the iptables init container's image, overriding the configuration's")
 	grace := fl.Duration("shutdown-grace", 10*time.Second, "time for requests in flight after SIGTERM")
-	bad := func(msg string) error {
-		fmt.Fprint(stderr, "Usage:\n"+injectUsage)
-		return usageError{msg: "inject-webhook: " + msg}
-	}
-	if err := fl.Parse(args); err != nil {
-		return bad(err.Error())
+	bad, done, err := parseCommand(fl, args, "inject-webhook", injectUsage, stdout, stderr)
+	if done || err != nil {
+		return err
 	}
 	switch {
-	case fl.NArg() > 0:
-		return bad(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	case *certFile == "" || *keyFile == "":
 		return bad("--tls-cert FILE and --tls-key FILE are required")
 	}

@@ -92,18 +92,9 @@ func iptablesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	backend := fl.String("backend", string(intercept.Auto), "")
 	dry := fl.Bool("dry-run", false, "")
 	cleanup := fl.Bool("cleanup", false, "")
-	bad := func(msg string) error {
-		fmt.Fprint(stderr, "Usage:\n"+iptablesUsage+"\n"+iptablesFlags)
-		return usageError{msg: "iptables: " + msg}
-	}
-	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, "Usage:\n"+iptablesUsage+"\n"+iptablesFlags)
-		return nil
-	} else if err != nil {
-		return bad(err.Error())
-	}
-	if fl.NArg() > 0 {
-		return bad(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
+	bad, done, err := parseCommand(fl, args, "iptables", iptablesUsage+"\n"+iptablesFlags, stdout, stderr)
+	if done || err != nil {
+		return err
 	}
 	o.ProxyGID = o.ProxyUID
 	gidSet := false
@@ -111,7 +102,6 @@ func iptablesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if gidSet {
 		o.ProxyGID = *gid
 	}
-	var err error
 	switch s := strings.TrimSpace(*inbound); s {
 	case "*":
 		o.InboundAll = true

@@ -30,19 +30,11 @@ func keygenCmd(args []string, stdout, stderr io.Writer) error {
 	id := fl.String("id", "", "key id, as peers' trust bundles will name the key")
 	out := fl.String("out", "", "file to write the private key to")
 	force := fl.Bool("force", false, "replace FILE if it exists")
-	bad := func(msg string) error {
-		fmt.Fprint(stderr, "Usage:\n"+keygenUsage)
-		return usageError{msg: "keygen: " + msg}
-	}
-	if err := fl.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, "Usage:\n"+keygenUsage)
-		return nil
-	} else if err != nil {
-		return bad(err.Error())
+	bad, done, err := parseCommand(fl, args, "keygen", keygenUsage, stdout, stderr)
+	if done || err != nil {
+		return err
 	}
 	switch {
-	case fl.NArg() > 0:
-		return bad(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	case *id == "":
 		return bad("--id KEYID is required (e.g. analyst-2026-01)")
 	case *out == "":

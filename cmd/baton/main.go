@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -135,7 +136,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 	case "inject":
 		return injectCmd(rest, os.Stdin, stdout, stderr)
 	case "inject-webhook":
-		return injectWebhookCmd(ctx, rest, stderr, env)
+		return injectWebhookCmd(ctx, rest, stdout, stderr, env)
 	case "iptables":
 		return iptablesCmd(ctx, rest, stdout, stderr)
 	case "version", "--version":
@@ -148,4 +149,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		fmt.Fprint(stderr, usage)
 		return usageError{msg: fmt.Sprintf("unknown command %q", cmd)}
 	}
+}
+
+// parseCommand parses a subcommand's flags and allows no other arguments.
+// -h prints usage to stdout and reports done; a mistake prints usage to
+// stderr and is a usageError naming the command. bad reports the mistakes
+// the command finds later in the same way.
+func parseCommand(fl *flag.FlagSet, args []string, name, usage string, stdout, stderr io.Writer) (bad func(string) error, done bool, err error) {
+	bad = func(msg string) error {
+		fmt.Fprint(stderr, "Usage:\n"+usage)
+		return usageError{msg: name + ": " + msg}
+	}
+	switch err := fl.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, "Usage:\n"+usage)
+		return bad, true, nil
+	case err != nil:
+		return bad, false, bad(err.Error())
+	case fl.NArg() > 0:
+		return bad, false, bad(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
+	}
+	return bad, false, nil
 }
