@@ -182,7 +182,7 @@ func (e *edge) send(req *http.Request, rec *record.Record, body []byte) (*http.R
 				return nil, e.deadLetter(rec, start, nil, fmt.Errorf("signing: %w", err), false, false)
 			}
 		}
-		resp, timedOut, err := e.try(req, deadline)
+		resp, timedOut, err := e.try(req, body, deadline)
 		if err == nil {
 			rec.Outcome = "delivered with status " + strconv.Itoa(resp.StatusCode)
 			if rec.State == record.Replayed {
@@ -235,7 +235,7 @@ const HeaderDeadLetter = "Baton-Dead-Letter"
 // try sends one attempt through the breaker, bounded by the per-try timeout
 // and the overall deadline until response headers. A failure status comes
 // back as the response and errPeerStatus.
-func (e *edge) try(req *http.Request, deadline time.Time) (*http.Response, bool, error) {
+func (e *edge) try(req *http.Request, body []byte, deadline time.Time) (*http.Response, bool, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	var timedOut atomic.Bool
 	limit := e.retry.PerTryTimeout.D()
@@ -249,7 +249,7 @@ func (e *edge) try(req *http.Request, deadline time.Time) (*http.Response, bool,
 		timer = time.AfterFunc(limit, func() { timedOut.Store(true); cancel() })
 	}
 	resp, err := e.breaker.Execute(func() (*http.Response, error) {
-		resp, err := e.next.RoundTrip(req.WithContext(ctx))
+		resp, err := e.next.RoundTrip(withMemoryBody(req.WithContext(ctx), body))
 		if err != nil {
 			if req.Context().Err() != nil {
 				return nil, fmt.Errorf("%w: %w", errCallerGone, err)

@@ -135,7 +135,7 @@ func New(o Options) (*Server, error) {
 			// included) and joins the target's base path.
 			pr.SetURL(in.Target)
 		},
-		Transport:    &routedTransport{edges: s.edges, external: measureClient(sm.m, externalTransport, "")},
+		Transport:    &routedTransport{edges: s.edges, external: memoryBody{measureClient(sm.m, externalTransport, "")}},
 		BufferPool:   pool,
 		ErrorHandler: errorHandler,
 		ErrorLog:     errLog,
@@ -148,7 +148,7 @@ func New(o Options) (*Server, error) {
 			}
 			pr.SetURL(s.tp.upstreamFor(pr.In.Context(), upstream))
 		},
-		Transport:    measureClient(sm.m, peerTransport, upstream.Hostname()),
+		Transport:    memoryBody{measureClient(sm.m, peerTransport, upstream.Hostname())},
 		BufferPool:   pool,
 		ErrorHandler: errorHandler,
 		ErrorLog:     errLog,

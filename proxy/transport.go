@@ -1,11 +1,15 @@
 package proxy
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/batonproxy/baton/middleware"
 )
 
 // TransportOptions tunes the shared outbound transport.
@@ -39,6 +43,35 @@ func NewTransport(o TransportOptions) *http.Transport {
 		WriteBufferSize:        32 << 10,
 		ReadBufferSize:         32 << 10,
 	}
+}
+
+// withMemoryBody gives r, a request Baton owns (a copy made for one try),
+// the buffered body as a reader that net/http recognises as in memory. The
+// transport then writes the request line, the headers and the body with one
+// write: any other reader (the ReverseProxy's wrapper around the incoming
+// body included) makes it flush the headers first, one more system call and
+// one more packet per handoff. body is nil, or does not match the declared
+// length, when the request streams; r is then left as it is.
+func withMemoryBody(r *http.Request, body []byte) *http.Request {
+	if len(body) > 0 && int64(len(body)) == r.ContentLength {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return r
+}
+
+// memoryBody is the RoundTripper of a ReverseProxy whose requests carry the
+// middleware Info: a request whose body the middleware buffered goes out
+// with it as an in-memory reader (see withMemoryBody).
+type memoryBody struct{ next http.RoundTripper }
+
+func (t memoryBody) RoundTrip(r *http.Request) (*http.Response, error) {
+	if in := middleware.InfoFromContext(r.Context()); in != nil && in.Buffered &&
+		len(in.Body) > 0 && int64(len(in.Body)) == r.ContentLength {
+		out := new(http.Request)
+		*out = *r
+		r = withMemoryBody(out, in.Body)
+	}
+	return t.next.RoundTrip(r)
 }
 
 // BufferPool hands httputil.ReverseProxy reusable 32 KiB copy buffers so that
