@@ -78,35 +78,40 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 			prop.Inject(ctx, carrier)
 			next.ServeHTTP(w, r.WithContext(ctx))
 
-			// The edge is known only once the chain has run (egress resolves
-			// its destination after this middleware, so that even a refused
-			// destination is traced).
-			span.SetName(spanName(in, r.Method))
-			status := in.Status()
-			// One SetAttributes call: each call allocates its slice and
-			// grows the span's.
-			attrs := [6 + maxDetail]attribute.KeyValue{
-				AttrOperation.String("invoke_agent"),
-				AttrAgentName.String(agentAttr(in)),
-				AttrEdge.String(in.Edge()),
-				AttrSide.String(in.Side.String()),
-				attribute.Int("http.response.status_code", status),
-			}
-			n := 5
-			if in.Handoff() {
-				attrs[n], n = AttrHop.Int(in.Hop), n+1
-			}
 			if span.IsRecording() {
-				n = spanDetail(attrs[:], n, in) // trace_detail.go
-			}
-			span.SetAttributes(attrs[:n]...)
-			if status >= 500 || (kind == trace.SpanKindClient && status >= 400) {
-				span.SetStatus(codes.Error, http.StatusText(status))
-			}
-			if in.Err != nil {
-				span.RecordError(in.Err)
+				annotate(span, in, r.Method, kind)
 			}
 		})
+	}
+}
+
+// annotate names the span and gives it its attributes and status. The edge
+// is known only once the chain has run (egress resolves its destination after
+// Trace, so that even a refused destination is traced). A span that records
+// nothing (no exporter) skips all of it.
+func annotate(span trace.Span, in *Info, method string, kind trace.SpanKind) {
+	span.SetName(spanName(in, method))
+	status := in.Status()
+	// One SetAttributes call: each call allocates its slice and grows the
+	// span's.
+	attrs := [6 + maxDetail]attribute.KeyValue{
+		AttrOperation.String("invoke_agent"),
+		AttrAgentName.String(agentAttr(in)),
+		AttrEdge.String(in.Edge()),
+		AttrSide.String(in.Side.String()),
+		attribute.Int("http.response.status_code", status),
+	}
+	n := 5
+	if in.Handoff() {
+		attrs[n], n = AttrHop.Int(in.Hop), n+1
+	}
+	n = spanDetail(attrs[:], n, in) // trace_detail.go
+	span.SetAttributes(attrs[:n]...)
+	if status >= 500 || (kind == trace.SpanKindClient && status >= 400) {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+	if in.Err != nil {
+		span.RecordError(in.Err)
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff"
@@ -64,8 +63,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := newLogger(logOut, "info")
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-	tp := sdktrace.NewTracerProvider()
-	defer tp.Shutdown(context.Background())
+	tp := &idProvider{} // as serve with no exporter
 	store := state.NewMemory(config.Memory{MaxEntries: 100_000, MaxBytes: 64 << 20})
 	defer store.Close()
 

@@ -12,11 +12,12 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // telemetry is the process's tracing and metrics setup.
 type telemetry struct {
-	provider   *sdktrace.TracerProvider
+	provider   trace.TracerProvider
 	propagator propagation.TextMapPropagator
 	meters     *meters // metrics.go
 	shutdown   func(context.Context) error
@@ -25,7 +26,8 @@ type telemetry struct {
 // setupTelemetry builds the tracer provider from the standard OTEL_*
 // variables, and the meter provider (setupMetrics). A tracer provider exists
 // even with no exporter: Baton needs real span and trace ids to propagate,
-// whether or not anything is exported.
+// whether or not anything is exported. With no exporter it is idProvider,
+// which propagates what the SDK would and records nothing.
 func setupTelemetry(ctx context.Context, env func(string) string, agent string) (*telemetry, error) {
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "baton"), attribute.String("baton.agent", agent)),
@@ -33,25 +35,26 @@ func setupTelemetry(ctx context.Context, env func(string) string, agent string) 
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	exp, err := exporter(ctx, env)
 	if err != nil {
 		return nil, err
-	}
-	if exp != nil {
-		opts = append(opts, sdktrace.WithBatcher(exp))
 	}
 	m, err := setupMetrics(ctx, env, res)
 	if err != nil {
 		return nil, err
 	}
-	tp := sdktrace.NewTracerProvider(opts...)
-	return &telemetry{
-		provider:   tp,
+	t := &telemetry{
+		provider:   &idProvider{},
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		meters:     m,
-		shutdown:   func(ctx context.Context) error { return errors.Join(tp.Shutdown(ctx), m.shutdown(ctx)) },
-	}, nil
+		shutdown:   m.shutdown,
+	}
+	if exp != nil {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(exp))
+		t.provider = tp
+		t.shutdown = func(ctx context.Context) error { return errors.Join(tp.Shutdown(ctx), m.shutdown(ctx)) }
+	}
+	return t, nil
 }
 
 // exporter returns the OTLP span exporter the environment asks for, or nil.
