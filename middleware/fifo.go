@@ -40,3 +40,10 @@ func (c *fifoMap[V]) update(key string, f func(cur V, ok bool) (next V, keep boo
 	c.m[key] = next
 	return next
 }
+
+// empty reports whether the map holds no key.
+func (c *fifoMap[V]) empty() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m) == 0
+}

@@ -2,13 +2,14 @@ package middleware
 
 import (
 	"context"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
 
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
-	"net/http"
-	"net/url"
-	"time"
 )
 
 // Side tells which listener a request arrived on.
@@ -123,9 +124,37 @@ func (i *Info) Handoff() bool { return i.External == "" }
 // fetch.
 func (i *Info) Edge() string {
 	if i.External != "" {
-		return i.Agent + "→" + i.External
+		return edgeName(i.Agent, i.External)
 	}
-	return i.From + "→" + i.To
+	return edgeName(i.From, i.To)
+}
+
+// edgeNames interns edge names: logs, metrics, spans and the caches keyed by
+// edge ask for it several times per request, and a handful of edges carry
+// nearly all of them. Past maxEdgeNames (names from unauthenticated senders
+// are not bounded otherwise) a name is built each time.
+var edgeNames = struct {
+	sync.RWMutex
+	m map[[2]string]string
+}{m: map[[2]string]string{}}
+
+const maxEdgeNames = 4096
+
+func edgeName(from, to string) string {
+	k := [2]string{from, to}
+	edgeNames.RLock()
+	name, ok := edgeNames.m[k]
+	edgeNames.RUnlock()
+	if ok {
+		return name
+	}
+	name = from + "→" + to
+	edgeNames.Lock()
+	if len(edgeNames.m) < maxEdgeNames {
+		edgeNames.m[k] = name
+	}
+	edgeNames.Unlock()
+	return name
 }
 
 // Status returns the status written so far (0 before headers).

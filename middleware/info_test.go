@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/batonproxy/baton/problem"
@@ -121,4 +122,31 @@ func mustNotServe(t *testing.T) http.Handler {
 	return http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		t.Error("the request went on down the chain; want it refused")
 	})
+}
+
+func TestEdgeNameInterned(t *testing.T) {
+	in := &Info{Agent: "analyst", From: "analyst", To: "summarizer"}
+	if got := in.Edge(); got != "analyst→summarizer" {
+		t.Fatalf("Edge() = %q", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = in.Edge() }); n != 0 {
+		t.Errorf("Edge() allocates %v times for a known edge", n)
+	}
+	ext := &Info{Agent: "analyst", External: "api.example.com:443"}
+	if got := ext.Edge(); got != "analyst→api.example.com:443" {
+		t.Fatalf("Edge() = %q", got)
+	}
+	// Past the bound, names are still right, only not kept.
+	for i := range maxEdgeNames + 10 {
+		from := "sender-" + strconv.Itoa(i)
+		if got := (&Info{From: from, To: "x"}).Edge(); got != from+"→x" {
+			t.Fatalf("Edge() = %q", got)
+		}
+	}
+	edgeNames.RLock()
+	n := len(edgeNames.m)
+	edgeNames.RUnlock()
+	if n > maxEdgeNames {
+		t.Fatalf("%d interned edge names, bound %d", n, maxEdgeNames)
+	}
 }

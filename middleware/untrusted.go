@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -91,11 +90,44 @@ const (
 	htmlText
 )
 
-func kindOf(ct string) textKind {
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return notText
+// mediaType returns the type/subtype of a Content-Type value in lower case,
+// without its parameters (which do not change the kind), or "" when it has
+// no type/subtype of tokens (RFC 9110 §8.3.1). It allocates only for a type
+// written with capitals.
+func mediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
 	}
+	ct = strings.TrimSpace(ct)
+	slash := strings.IndexByte(ct, '/')
+	if slash <= 0 || slash == len(ct)-1 {
+		return ""
+	}
+	upper := false
+	for i := 0; i < len(ct); i++ {
+		c := ct[i]
+		if i != slash && !isTchar(c) {
+			return ""
+		}
+		upper = upper || ('A' <= c && c <= 'Z')
+	}
+	if upper {
+		return strings.ToLower(ct)
+	}
+	return ct
+}
+
+// isTchar reports an RFC 9110 token character.
+func isTchar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+func kindOf(ct string) textKind {
+	mt := mediaType(ct)
 	switch {
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
 		return jsonText
@@ -148,7 +180,7 @@ func (t *Taint) Egress(next http.Handler) http.Handler {
 			}
 		}
 		if in.Key != "" {
-			labels = t.decisions.settle(in.Edge()+"\x00"+in.Key, labels)
+			labels = t.decisions.settle(in, labels)
 		}
 		if labels.Empty() {
 			next.ServeHTTP(w, r)
@@ -178,8 +210,8 @@ func (t *Taint) labelOutbound(ctx context.Context, in *Info, kind textKind, labe
 			markedSpans(doc, labels)
 		}
 	}
-	if !t.o.Config.Tracking() {
-		return false, nil
+	if !t.o.Config.Tracking() || !t.o.Store.MarksMayHold(t.key) {
+		return false, nil // nothing to compare with: no fingerprints to take
 	}
 	h := t.hashers.Get().(*taint.Hasher)
 	defer t.hashers.Put(h)
@@ -504,8 +536,11 @@ func newLabelCache(size int) *labelCache { return &labelCache{m: newFIFOMap[trus
 
 // settle returns the labels to send for key: those sent before, with l's
 // added.
-func (c *labelCache) settle(key string, l trust.Labels) trust.Labels {
-	return c.m.update(key, func(prev trust.Labels, ok bool) (trust.Labels, bool) {
+func (c *labelCache) settle(in *Info, l trust.Labels) trust.Labels {
+	if l.Empty() && c.m.empty() {
+		return l // nothing sent before, nothing to send now
+	}
+	return c.m.update(in.Edge()+"\x00"+in.Key, func(prev trust.Labels, ok bool) (trust.Labels, bool) {
 		if !ok {
 			return l, !l.Empty()
 		}

@@ -84,3 +84,11 @@ func (m *Memory) MarkLookup(_ context.Context, key string, members []uint64) ([]
 	}
 	return out, nil
 }
+
+// MarksMayHold reports whether a live mark set exists at key; see Store.
+func (m *Memory) MarksMayHold(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.live(key, m.now())
+	return e != nil && e.kind == kindMarks && len(e.marks.cur)+len(e.marks.prev) > 0
+}

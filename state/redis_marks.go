@@ -58,6 +58,9 @@ func (r *Redis) MarkAdd(ctx context.Context, key string, members []uint64, val s
 	return nil
 }
 
+// MarksMayHold is always true: only a round trip could tell; see Store.
+func (r *Redis) MarksMayHold(string) bool { return true }
+
 // MarkLookup pipelines HMGET over both generations: one round trip.
 func (r *Redis) MarkLookup(ctx context.Context, key string, members []uint64) ([]string, error) {
 	out := make([]string, len(members))

@@ -70,6 +70,12 @@ type Store interface {
 	// MarkLookup returns, for each member, the value it was added with, or
 	// "" when the set at key does not hold it. One round trip.
 	MarkLookup(ctx context.Context, key string, members []uint64) ([]string, error)
+	// MarksMayHold reports whether the mark set at key may hold members.
+	// It is false only when the store knows, without a round trip, that the
+	// set is empty or absent (the memory store); a caller may then skip the
+	// work of a lookup that could find nothing. A store that cannot know
+	// without asking (Redis) says true.
+	MarksMayHold(key string) bool
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error

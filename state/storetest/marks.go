@@ -18,6 +18,24 @@ func markCases() []testCase {
 			want := []string{"", "page-a", "page-a", "page-b", "page-b", "", ""}
 			wantStrings(t, "MarkLookup", got, want)
 		}},
+		{"marks may hold once added, until they expire", func(t *testing.T, s state.Store) {
+			k := key(t, "marks")
+			_, isMemory := s.(*state.Memory)
+			if s.MarksMayHold(k) == isMemory {
+				t.Fatalf("MarksMayHold of an absent set = %v; the memory store knows it is empty, Redis cannot without asking", !isMemory)
+			}
+			must(t, "MarkAdd", s.MarkAdd(t.Context(), k, []uint64{42}, "v", short, 100))
+			if !s.MarksMayHold(k) {
+				t.Fatal("MarksMayHold after MarkAdd = false")
+			}
+			eventually(t, "the mark set to expire", func(ctx context.Context) (bool, error) {
+				got, err := s.MarkLookup(ctx, k, []uint64{42})
+				return err == nil && got[0] == "", err
+			})
+			if s.MarksMayHold(k) == isMemory {
+				t.Fatalf("MarksMayHold of an expired set = %v", !isMemory)
+			}
+		}},
 		{"marks absent set holds nothing", func(t *testing.T, s state.Store) {
 			got, err := s.MarkLookup(t.Context(), key(t, "marks"), []uint64{7, 8})
 			must(t, "MarkLookup", err)
