@@ -102,6 +102,13 @@ func isReplyError(cmds []*redis.Cmd) bool {
 // ClaimMany sends every claim (SET NX PX GET) in one pipeline: one round
 // trip for the lot.
 func (r *Redis) ClaimMany(ctx context.Context, ops []ClaimOp) ([]ClaimResult, error) {
+	if len(ops) == 1 { // the common case: one command, autopipelined
+		ok, cur, err := r.Claim(ctx, ops[0].Key, ops[0].Val, ops[0].TTL)
+		if err != nil {
+			return nil, err
+		}
+		return []ClaimResult{{OK: ok, Cur: cur}}, nil
+	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	cmds := make([]*redis.StatusCmd, len(ops))

@@ -34,40 +34,45 @@ return 1`
 func (r *Redis) Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, []byte, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	args := redis.SetArgs{Mode: "NX", Get: true}
+	args := []any{"set", r.Key(key), val, "nx", "get"}
 	if ms := millis(ttl); ms > 0 {
-		args.TTL = time.Duration(ms) * time.Millisecond
+		args = append(args, "px", ms)
 	}
-	cur, err := r.client.SetArgs(ctx, r.Key(key), val, args).Result()
-	switch {
+	cmd := redis.NewStringCmd(ctx, args...)
+	switch err := r.do(ctx, cmd); {
 	case errors.Is(err, redis.Nil):
 		return true, nil, nil
 	case err != nil:
 		return false, nil, wrapRedis("claim", err)
 	}
-	return false, []byte(cur), nil
+	cur, _ := cmd.Bytes()
+	return false, cur, nil
 }
 
 // Renew runs a script that sets the TTL only if the value equals val.
 func (r *Redis) Renew(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error) {
-	return r.compare(ctx, "renew", r.renew, key, val, millis(ttl))
+	return r.compare(ctx, "renew", r.renew, renewScript, key, val, millis(ttl))
 }
 
 // Swap runs a script that replaces the value only if it equals prev.
 func (r *Redis) Swap(ctx context.Context, key string, prev, next []byte, ttl time.Duration) (bool, error) {
-	return r.compare(ctx, "swap", r.swap, key, prev, next, millis(ttl))
+	return r.compare(ctx, "swap", r.swap, swapScript, key, prev, next, millis(ttl))
 }
 
 // Release runs a script that deletes key only if its value equals val.
 func (r *Redis) Release(ctx context.Context, key string, val []byte) (bool, error) {
-	return r.compare(ctx, "release", r.release, key, val)
+	return r.compare(ctx, "release", r.release, releaseScript, key, val)
 }
 
 // compare runs one of the compare scripts, which answer 1 when they acted.
-func (r *Redis) compare(ctx context.Context, op string, s *redis.Script, key string, args ...any) (bool, error) {
+func (r *Redis) compare(ctx context.Context, op string, s *redis.Script, src, key string, args ...any) (bool, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	n, err := s.Run(ctx, r.client, []string{r.Key(key)}, args...).Int64()
+	cmd, err := r.script(ctx, s, src, r.Key(key), args...)
+	if err != nil {
+		return false, wrapRedis(op, err)
+	}
+	n, err := cmd.Int64()
 	if err != nil {
 		return false, wrapRedis(op, err)
 	}
@@ -78,7 +83,12 @@ func (r *Redis) compare(ctx context.Context, op string, s *redis.Script, key str
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	v, err := r.client.Get(ctx, r.Key(key)).Bytes()
+	cmd := redis.NewStringCmd(ctx, "get", r.Key(key))
+	err := r.do(ctx, cmd)
+	var v []byte
+	if err == nil {
+		v, err = cmd.Bytes()
+	}
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, ErrNotFound
