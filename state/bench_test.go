@@ -70,3 +70,25 @@ func benchClaimSwap(b *testing.B, s state.Store) {
 		})
 	})
 }
+
+// BenchmarkMemoryAppendChained is a handoff record's first write on a full
+// memory store (the steady state of a busy Baton): a new trace's chain
+// entry, its tail, the record and its checkpoint, evicting the oldest.
+func BenchmarkMemoryAppendChained(b *testing.B) {
+	m := state.NewMemory(config.Memory{MaxEntries: config.DefaultMemoryEntries, MaxBytes: config.DefaultMemoryBytes})
+	b.Cleanup(func() { _ = m.Close() })
+	entry := make([]byte, 700)
+	rec := make([]byte, 600)
+	cp := make([]byte, 1100)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		t := "{" + strconv.FormatInt(int64(1e15+i), 16) + "0000000000000000}"
+		_, err := m.AppendChained(b.Context(), []state.Link{{Log: t + ":chain", Tail: "1:abc", Entry: entry,
+			Sets: []state.KV{{Key: t + ":rec:x", Val: rec}, {Key: t + ":cp:x", Val: cp}}, TTL: 7 * 24 * time.Hour}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

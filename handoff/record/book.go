@@ -226,19 +226,10 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			}
 			// The record goes to the chain and its key without the
 			// checkpoint; the checkpoint has a key of its own, written once.
-			snap := *r
-			snap.Request = nil
-			enc, err := json.Marshal(&snap)
-			if err != nil {
-				return fmt.Errorf("record: encoding: %w", err)
-			}
-			entry, next := encodeEntry(tail, enc, now)
+			entry, enc, next := encodeEntry(tail, r, now)
 			sets := []state.KV{{Key: recordKey(r.ID), Val: enc}}
 			if r.Request != nil && !r.checkpointed {
-				cp, err := json.Marshal(r.Request)
-				if err != nil {
-					return fmt.Errorf("record: encoding checkpoint: %w", err)
-				}
+				cp := r.Request.AppendJSON(make([]byte, 0, 256+len(r.Request.Body)*4/3))
 				sets = append(sets, state.KV{Key: checkpointKey(r.ID), Val: cp})
 			}
 			links[i] = state.Link{Log: chainKey(r.TraceID), Prev: tail, Tail: next, Entry: entry, Sets: sets, TTL: b.retention}

@@ -23,25 +23,31 @@ type Entry struct {
 	Record Record    `json:"record"`
 }
 
-// encodeEntry returns the stored bytes of the entry after tail for a record
-// already encoded (without its checkpoint) as snap, and the new tail. The
-// bytes are those json.Marshal(Entry{...}) gives, built without encoding the
-// record twice.
-func encodeEntry(tail string, snap []byte, now time.Time) ([]byte, string) {
+// encodeEntry returns the stored bytes of the entry after tail for r
+// (encoded without its checkpoint), the record's own encoding within them,
+// and the new tail. The bytes are those json.Marshal(Entry{...}) gives.
+func encodeEntry(tail string, r *Record, now time.Time) (entry, rec []byte, next string) {
 	seq, prev := parseTail(tail)
-	at, _ := now.UTC().MarshalJSON()
-	b := make([]byte, 0, len(snap)+len(prev)+64)
+	b := make([]byte, 0, 1024)
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, int64(seq+1), 10)
 	b = append(b, `,"prev":"`...)
 	b = append(b, prev...)
-	b = append(b, `","at":`...)
-	b = append(b, at...)
-	b = append(b, `,"record":`...)
-	b = append(b, snap...)
+	b = append(b, `","at":"`...)
+	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","record":`...)
+	start := len(b)
+	snap := *r
+	snap.Request = nil
+	b = snap.AppendJSON(b)
+	end := len(b)
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
-	return b, strconv.Itoa(seq+1) + ":" + hex.EncodeToString(sum[:])
+	var tailBuf [20 + 1 + 2*sha256.Size]byte
+	t := strconv.AppendInt(tailBuf[:0], int64(seq+1), 10)
+	t = append(t, ':')
+	t = hex.AppendEncode(t, sum[:])
+	return b, b[start:end:end], string(t)
 }
 
 // parseTail splits "seq:digest"; an empty tail is seq 0 with no digest.
