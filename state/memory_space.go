@@ -92,7 +92,7 @@ func (m *Memory) expireAt(e *entry, at int64) {
 	case at == 0 && e.heapAt >= 0:
 		m.expiry.remove(e.heapAt)
 	case at != 0 && e.heapAt >= 0:
-		m.expiry.fix(e.heapAt)
+		m.expiry.update(e)
 	case at != 0:
 		m.expiry.push(e)
 	}
@@ -103,11 +103,10 @@ func (m *Memory) expireAt(e *entry, at int64) {
 func (m *Memory) expire(now int64, limit int) int {
 	n := 0
 	for len(m.expiry) > 0 && (limit <= 0 || n < limit) {
-		e := m.expiry[0]
-		if e.expires > now {
+		if m.expiry[0].at > now {
 			break
 		}
-		m.remove(e)
+		m.remove(m.expiry[0].e)
 		n++
 	}
 	return n
@@ -154,28 +153,41 @@ func (m *Memory) makeRoom(now int64, target *entry, dWeight, dSize int64) error 
 
 // expiryHeap is a min-heap of entries by expiry time. It is written out
 // rather than built on container/heap to keep entries' positions in step
-// without interface conversions on every write.
-type expiryHeap []*entry
+// without interface conversions on every write, and each slot holds its
+// entry's expiry time so that sifting compares slots without loading the
+// entries (a cache miss each in a store of many thousands).
+type expiryHeap []heapSlot
+
+type heapSlot struct {
+	at int64 // the entry's expires
+	e  *entry
+}
 
 func (h *expiryHeap) push(e *entry) {
 	e.heapAt = len(*h)
-	*h = append(*h, e)
+	*h = append(*h, heapSlot{at: e.expires, e: e})
 	h.up(e.heapAt)
 }
 
 func (h *expiryHeap) remove(i int) {
 	s := *h
 	last := len(s) - 1
-	s[i].heapAt = -1
+	s[i].e.heapAt = -1
 	if i != last {
 		s[i] = s[last]
-		s[i].heapAt = i
+		s[i].e.heapAt = i
 	}
-	s[last] = nil
+	s[last] = heapSlot{}
 	*h = s[:last]
 	if i != last {
 		h.fix(i)
 	}
+}
+
+// update moves e, already in the heap, to its new expiry time.
+func (h expiryHeap) update(e *entry) {
+	h[e.heapAt].at = e.expires
+	h.fix(e.heapAt)
 }
 
 func (h expiryHeap) fix(i int) {
@@ -187,7 +199,7 @@ func (h expiryHeap) fix(i int) {
 func (h expiryHeap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if h[p].expires <= h[i].expires {
+		if h[p].at <= h[i].at {
 			return
 		}
 		h.swap(i, p)
@@ -203,10 +215,10 @@ func (h expiryHeap) down(i int) bool {
 		if c >= len(h) {
 			break
 		}
-		if r := c + 1; r < len(h) && h[r].expires < h[c].expires {
+		if r := c + 1; r < len(h) && h[r].at < h[c].at {
 			c = r
 		}
-		if h[i].expires <= h[c].expires {
+		if h[i].at <= h[c].at {
 			break
 		}
 		h.swap(i, c)
@@ -217,6 +229,6 @@ func (h expiryHeap) down(i int) bool {
 
 func (h expiryHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapAt = i
-	h[j].heapAt = j
+	h[i].e.heapAt = i
+	h[j].e.heapAt = j
 }
