@@ -35,6 +35,7 @@ type Redis struct {
 	swap      *redis.Script
 	release   *redis.Script
 	link      *redis.Script
+	linkMany  *redis.Script
 }
 
 // NewRedis builds the client cfg describes: a single node from cfg.URL,
@@ -66,6 +67,7 @@ func NewRedis(cfg config.Redis) (*Redis, error) {
 		swap:      redis.NewScript(swapScript),
 		release:   redis.NewScript(releaseScript),
 		link:      redis.NewScript(linkScript),
+		linkMany:  redis.NewScript(linkManyScript),
 	}, nil
 }
 

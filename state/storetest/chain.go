@@ -13,6 +13,7 @@ func chainCases() []testCase {
 		{"AppendChained/links and sets", testChainLinks},
 		{"AppendChained/stale prev returns the tail", testChainStale},
 		{"AppendChained/batch of independent logs", testChainBatch},
+		{"AppendChained/batch with sets, with and without ttl", testChainBatchSets},
 		{"AppendChained/concurrent writers keep one chain", testChainConcurrent},
 		{"ClaimMany", testClaimMany},
 	}
@@ -76,6 +77,31 @@ func testChainBatch(t *testing.T, s state.Store) {
 	}
 	wantLog(t, s, a, 0, -1, []string{"a1", "a2"})
 	wantLog(t, s, b, 0, -1, []string{})
+}
+
+func testChainBatchSets(t *testing.T, s state.Store) {
+	a, b := chainKey(t, "a"), "{"+t.Name()+"-b}:b"
+	recA, cpA, recB := a+":rec", a+":cp", b+":rec"
+	res, err := s.AppendChained(t.Context(), []state.Link{
+		{Log: a, Prev: "", Tail: "1:a", Entry: []byte("a1"), TTL: long,
+			Sets: []state.KV{{Key: recA, Val: []byte("ra1")}, {Key: cpA, Val: []byte("cp")}}},
+		{Log: b, Prev: "", Tail: "1:b", Entry: []byte("b1"), Sets: []state.KV{{Key: recB, Val: []byte("rb1")}}},
+		{Log: a, Prev: "1:a", Tail: "2:a", Entry: []byte("a2"), TTL: long, Sets: []state.KV{{Key: recA, Val: []byte("ra2")}}},
+		{Log: b, Prev: "stale", Tail: "2:b", Entry: []byte("b2"), Sets: []state.KV{{Key: recB, Val: []byte("lost")}}},
+	})
+	must(t, "AppendChained", err)
+	if len(res) != 4 || !res[0].OK || !res[1].OK || !res[2].OK || res[3].OK || res[3].Tail != "1:b" {
+		t.Fatalf("batch results %+v", res)
+	}
+	wantLog(t, s, a, 0, -1, []string{"a1", "a2"})
+	wantLog(t, s, b, 0, -1, []string{"b1"})
+	for k, want := range map[string]string{recA: "ra2", cpA: "cp", recB: "rb1"} {
+		got, err := s.Get(t.Context(), k)
+		must(t, "Get "+k, err)
+		if string(got) != want {
+			t.Fatalf("%s = %q, want %q", k, got, want)
+		}
+	}
 }
 
 func testChainConcurrent(t *testing.T, s state.Store) {
