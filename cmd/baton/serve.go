@@ -107,6 +107,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	// Start-up garbage (config decoding, the envelope schema's compilation)
 	// goes back to the OS now rather than sitting in an idle sidecar's RSS.
 	debug.FreeOSMemory()
+	trimStartupPages()
 	var runErr error
 	select {
 	case <-ctx.Done():
