@@ -44,11 +44,7 @@ func (lw *LineWriter) write(r *http.Request, in *Info, rec *recorder, abort stri
 	b = append(b, `","trace_id":`...)
 	b = appendJSONString(b, in.TraceID)
 	b = append(b, `,"edge":`...)
-	if in.External != "" {
-		b = appendJSONString(b, in.Agent+"→"+in.External)
-	} else {
-		b = appendJSONString(b, in.From+"→"+in.To)
-	}
+	b = appendJSONString(b, in.Edge())
 	b = append(b, `,"method":`...)
 	b = appendJSONString(b, r.Method)
 	b = append(b, `,"target":`...)
@@ -94,7 +90,17 @@ func (lw *LineWriter) write(r *http.Request, in *Info, rec *recorder, abort stri
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
-	for i := 0; i < len(s); {
+	// Most values (ids, names, targets) need no escaping: copy the run of
+	// plain ASCII up front in one append.
+	plain := 0
+	for plain < len(s) {
+		if c := s[plain]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			break
+		}
+		plain++
+	}
+	b = append(b, s[:plain]...)
+	for i := plain; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {

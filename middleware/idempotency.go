@@ -65,8 +65,11 @@ func IdempotencyKey(bufferMax int64, bufferAll bool) func(http.Handler) http.Han
 				return
 			}
 			if derive {
-				in.Key, in.KeyDerived = DeriveKey(in, r, in.Body), true
-				r.Header[HeaderIdempotencyKey] = []string{QuoteKey(in.Key)}
+				// The key as a quoted sf-string, and the key inside it: one
+				// string for both.
+				quoted := deriveKey(in, r, in.Body)
+				in.Key, in.KeyDerived = quoted[1:len(quoted)-1], true
+				r.Header[HeaderIdempotencyKey] = []string{quoted}
 			}
 			next.ServeHTTP(w, r)
 		})
@@ -125,6 +128,13 @@ func readBody(r *http.Request) ([]byte, error) {
 // DeriveKey computes the deterministic key of a handoff whose agent sent
 // none.
 func DeriveKey(in *Info, r *http.Request, body []byte) string {
+	q := deriveKey(in, r, body)
+	return q[1 : len(q)-1]
+}
+
+// deriveKey is DeriveKey's key quoted as an RFC 8941 sf-string (a derived
+// key has nothing to escape).
+func deriveKey(in *Info, r *http.Request, body []byte) string {
 	// The fields are hashed as one length-prefixed message built on the
 	// stack: hashing through hash.Hash cost an allocation per field.
 	var buf [256]byte
@@ -160,12 +170,14 @@ func writeField(w io.Writer, s string) {
 	_, _ = io.WriteString(w, s)
 }
 
-// keyString renders prefix and the first 16 bytes of sum in hex.
+// keyString renders prefix and the first 16 bytes of sum in hex, quoted.
 func keyString(prefix string, sum [sha256.Size]byte) string {
-	var out [8 + 32]byte
-	n := copy(out[:], prefix)
+	var out [2 + 8 + 32]byte
+	out[0] = '"'
+	n := 1 + copy(out[1:], prefix)
 	n += hex.Encode(out[n:], sum[:16])
-	return string(out[:n])
+	out[n] = '"'
+	return string(out[:n+1])
 }
 
 // a2aSend lists the A2A methods whose message id is the natural key.

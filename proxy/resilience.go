@@ -236,16 +236,19 @@ const HeaderDeadLetter = "Baton-Dead-Letter"
 // and the overall deadline until response headers. A failure status comes
 // back as the response and errPeerStatus.
 func (e *edge) try(req *http.Request, body []byte, deadline time.Time) (*http.Response, bool, error) {
-	ctx, cancel := context.WithCancel(req.Context())
-	var timedOut atomic.Bool
 	limit := e.retry.PerTryTimeout.D()
 	if !deadline.IsZero() {
 		if left := time.Until(deadline); limit == 0 || left < limit {
 			limit = max(left, time.Millisecond)
 		}
 	}
+	// A try with a time limit runs under its own context, cut by a timer;
+	// one without runs under the request's, and costs neither.
+	ctx, cancel := req.Context(), context.CancelFunc(noCancel)
+	var timedOut atomic.Bool
 	var timer *time.Timer
 	if limit > 0 {
+		ctx, cancel = context.WithCancel(ctx)
 		timer = time.AfterFunc(limit, func() { timedOut.Store(true); cancel() })
 	}
 	resp, err := e.breaker.Execute(func() (*http.Response, error) {
@@ -269,11 +272,13 @@ func (e *edge) try(req *http.Request, body []byte, deadline time.Time) (*http.Re
 		cancel()
 		return nil, true, fmt.Errorf("try timed out: %w", context.DeadlineExceeded)
 	case err == nil:
-		if resp.StatusCode == http.StatusSwitchingProtocols {
+		switch {
+		case timer == nil: // nothing to release
+		case resp.StatusCode == http.StatusSwitchingProtocols:
 			// An upgraded connection keeps its writable body and lives as
 			// long as the request's own context.
 			context.AfterFunc(req.Context(), cancel)
-		} else {
+		default:
 			resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 		}
 		if retryableStatus(resp) {
@@ -281,7 +286,9 @@ func (e *edge) try(req *http.Request, body []byte, deadline time.Time) (*http.Re
 		}
 		return resp, false, nil
 	case errors.Is(err, errPeerStatus):
-		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+		if timer != nil {
+			resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+		}
 		return resp, fired, err
 	}
 	cancel()
@@ -439,6 +446,8 @@ func drain(resp *http.Response) {
 }
 
 // cancelBody ends a try's context when its body is closed.
+func noCancel() {}
+
 type cancelBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
