@@ -36,6 +36,7 @@ type Redis struct {
 	release   *redis.Script
 	link      *redis.Script
 	linkMany  *redis.Script
+	markAdd   *redis.Script
 }
 
 // NewRedis builds the client cfg describes: a single node from cfg.URL,
@@ -68,6 +69,7 @@ func NewRedis(cfg config.Redis) (*Redis, error) {
 		release:   redis.NewScript(releaseScript),
 		link:      redis.NewScript(linkScript),
 		linkMany:  redis.NewScript(linkManyScript),
+		markAdd:   redis.NewScript(markAddScript),
 	}, nil
 }
 
@@ -198,6 +200,35 @@ func (r *Redis) do(ctx context.Context, cmd redis.Cmder) error {
 		return err
 	}
 	return r.hot.Submit(ctx, cmd).WaitContext(ctx)
+}
+
+// doAll runs cmds as do does, together: they share the pipeliner's next
+// write (one pipeline round trip on the plain client). It returns the first
+// error.
+func (r *Redis) doAll(ctx context.Context, cmds ...redis.Cmder) error {
+	if r.hot == nil {
+		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, c := range cmds {
+				_ = p.Process(ctx, c)
+			}
+			return nil
+		})
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	futures := make([]redis.AutoFuture, len(cmds))
+	for i, c := range cmds {
+		futures[i] = r.hot.Submit(ctx, c)
+	}
+	var first error
+	for _, f := range futures {
+		if err := f.WaitContext(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // script runs s with one key through do: EVALSHA, and EVAL when Redis does

@@ -36,6 +36,17 @@ func markCases() []testCase {
 				t.Fatalf("MarksMayHold of an expired set = %v", !isMemory)
 			}
 		}},
+		{"marks added in one large call", func(t *testing.T, s state.Store) {
+			k := key(t, "marks")
+			members := make([]uint64, 2500) // more than one HSET's worth in the Redis script
+			for i := range members {
+				members[i] = uint64(i)*7919 + 1
+			}
+			must(t, "MarkAdd", s.MarkAdd(t.Context(), k, members, "big", long, 100_000))
+			got, err := s.MarkLookup(t.Context(), k, []uint64{members[0], members[1499], members[2499], 2})
+			must(t, "MarkLookup", err)
+			wantStrings(t, "MarkLookup", got, []string{"big", "big", "big", ""})
+		}},
 		{"marks absent set holds nothing", func(t *testing.T, s state.Store) {
 			got, err := s.MarkLookup(t.Context(), key(t, "marks"), []uint64{7, 8})
 			must(t, "MarkLookup", err)
