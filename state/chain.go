@@ -6,7 +6,9 @@ import "time"
 // if the log's tail (kept at Log+":tail") still equals Prev ("" for a log
 // that does not exist yet); Tail becomes the new tail; and every Set is
 // written in the same atomic step. Keys of one Link must share one Redis
-// Cluster hash tag. TTL applies to the log, its tail and the Sets.
+// Cluster hash tag. TTL applies to the log, its tail and the Sets. The store
+// may keep Entry's and the Sets' bytes as they are (the memory store does, to
+// spare a copy of every record): the caller must not change them afterwards.
 type Link struct {
 	Log   string
 	Prev  string

@@ -59,6 +59,7 @@ type entry struct {
 	key     string
 	kind    kind
 	held    bool
+	kept    bool // val is a caller's buffer (AppendChained): never written into
 	val     []byte
 	log     [][]byte
 	idx     *sortedIndex

@@ -36,7 +36,7 @@ func (m *Memory) link(l Link) LinkResult {
 		return LinkResult{Err: err}
 	}
 	for _, kv := range l.Sets {
-		if err := m.writeValue(now, kv.Key, m.live(kv.Key, now), kv.Val, l.TTL, false); err != nil {
+		if err := m.storeValue(now, kv.Key, m.live(kv.Key, now), kv.Val, l.TTL, false, true); err != nil {
 			return LinkResult{Err: err}
 		}
 	}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"time"
 )
@@ -9,10 +10,11 @@ import (
 func (m *Memory) Append(_ context.Context, key string, val []byte, ttl time.Duration) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.appendLocked(m.now(), key, val, ttl)
+	return m.appendLocked(m.now(), key, bytes.Clone(val), ttl)
 }
 
 // appendLocked is Append with the lock held.
+// appendLocked keeps val itself: callers pass a copy, or bytes they gave up.
 func (m *Memory) appendLocked(now int64, key string, val []byte, ttl time.Duration) (int64, error) {
 	e := m.live(key, now)
 	dSize := int64(len(val))
@@ -27,7 +29,7 @@ func (m *Memory) appendLocked(now int64, key string, val []byte, ttl time.Durati
 	if e == nil {
 		e = m.insert(key, kindLog)
 	}
-	e.log = append(e.log, append(make([]byte, 0, len(val)), val...))
+	e.log = append(e.log, val)
 	m.resize(e, 1, dSize)
 	m.written(e)
 	m.expireAt(e, deadline(now, ttl))

@@ -374,3 +374,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// The memory store keeps a chained link's bytes as they are; a later write
+// of the same key must not write into them (a record's bytes are part of its
+// chain entry's).
+func TestMemoryKeptLinkBytesNeverWrittenInto(t *testing.T) {
+	m := state.NewMemory(config.Memory{})
+	defer m.Close()
+	ctx := context.Background()
+	entry := []byte(`{"seq":1,"record":{"id":"r1","state":"sent"}}`)
+	rec := entry[19 : len(entry)-1] // the record inside the entry
+	res, err := m.AppendChained(ctx, []state.Link{{Log: "{t}:chain", Tail: "1:x", Entry: entry,
+		Sets: []state.KV{{Key: "{t}:rec", Val: rec}}, TTL: time.Hour}})
+	if err != nil || !res[0].OK {
+		t.Fatalf("AppendChained = %+v, %v", res, err)
+	}
+	if err := m.Set(ctx, "{t}:rec", []byte(`{"id":"r1","state":"dead"}`), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	log, err := m.Range(ctx, "{t}:chain", 0, -1)
+	if err != nil || len(log) != 1 || string(log[0]) != `{"seq":1,"record":{"id":"r1","state":"sent"}}` {
+		t.Fatalf("chain after a write of the record's key: %q, %v", log, err)
+	}
+	if got, _ := m.Get(ctx, "{t}:rec"); string(got) != `{"id":"r1","state":"dead"}` {
+		t.Fatalf("record = %q", got)
+	}
+}
