@@ -14,11 +14,13 @@ package middleware
 //
 // Recording allocates nothing in steady state and costs little: every
 // attribute set is built once (per edge at start-up, per enum value on first
-// use) and kept as the ready []metric.RecordOption / []metric.ObserveOption
-// the instruments take. Histograms are recorded as requests end. Counters
-// are observable: a request adds to an atomic total beside its cached
-// options, and the totals are reported when metrics are collected, which
-// keeps the SDK's per-measurement attribute work off the request path.
+// use) and kept beside what records it. Counters are observable: a request
+// adds to an atomic total beside its cached options, and the totals are
+// reported when metrics are collected, which keeps the SDK's
+// per-measurement attribute work off the request path. Histograms are
+// recorded as requests end, into Baton's own lock-free series when the
+// provider comes from WithHistograms (metrics_hist.go), into the SDK's
+// instruments otherwise.
 //
 // Measure is the middleware that records what a request did once it is
 // done: it reads the Info that AccessLog creates and every later middleware
@@ -157,15 +159,12 @@ var breakerStates = [3]string{"closed", "half_open", "open"}
 type Metrics struct {
 	meter metric.Meter
 
-	// Recorded as requests end.
-	duration     metric.Float64Histogram
-	hops         metric.Int64Histogram
-	completeness metric.Float64Histogram
-	envSize      metric.Int64Histogram
-	envRatio     metric.Float64Histogram
-	storeTime    metric.Float64Histogram
-	serverTime   metric.Float64Histogram
-	clientTime   metric.Float64Histogram
+	// Recorded as requests end: per edge (indexed by the edge* constants),
+	// per store operation and per HTTP server or client.
+	edgeHists  [nEdgeHists]*histogram
+	storeTime  *histogram
+	serverTime *histogram
+	clientTime *histogram
 
 	// Observed when metrics are collected: counters from the totals kept
 	// in edges and stores, gauges from the proxy's Observe callback.
@@ -195,6 +194,16 @@ type Metrics struct {
 	stores  atomic.Pointer[[]*StoreSeries]
 }
 
+// The histograms recorded per edge, in Metrics.edgeHists and Edge.hists.
+const (
+	edgeDuration = iota
+	edgeHops
+	edgeCompleteness
+	edgeEnvSize
+	edgeEnvRatio
+	nEdgeHists
+)
+
 type edgeKey struct {
 	side     Side
 	from, to string
@@ -206,14 +215,19 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	if mp == nil {
 		return nil, nil
 	}
-	m := &Metrics{meter: mp.Meter("github.com/batonproxy/baton")}
+	b := builder{}
+	if p, ok := mp.(*histProvider); ok {
+		mp, b.own = p.MeterProvider, p.h
+	}
+	m := &Metrics{meter: mp.Meter(meterName)}
 	mt := m.meter
-	var b builder
-	m.duration = b.f64Hist(mt, "baton.handoff.duration", "s", "Time from a request's arrival at Baton until its response headers were sent, per edge and side.", durationBuckets)
-	m.hops = b.i64Hist(mt, "baton.handoff.hops", "{hop}", "Handoff depth within its trace (Baton-Hop).", hopBuckets)
-	m.completeness = b.f64Hist(mt, "baton.contract.completeness", "1", "Completeness of checked envelopes (0 to 1).", completenessBuckets)
-	m.envSize = b.i64Hist(mt, "baton.envelope.size", "By", "Size of checked envelopes.", sizeBuckets)
-	m.envRatio = b.f64Hist(mt, "baton.envelope.size_ratio", "1", "Envelope size over the edge's contract max_bytes (edges with a cap).", ratioBuckets)
+	m.edgeHists = [nEdgeHists]*histogram{
+		edgeDuration:     b.f64Hist(mt, "baton.handoff.duration", "s", "Time from a request's arrival at Baton until its response headers were sent, per edge and side.", durationBuckets),
+		edgeHops:         b.i64Hist(mt, "baton.handoff.hops", "{hop}", "Handoff depth within its trace (Baton-Hop).", hopBuckets),
+		edgeCompleteness: b.f64Hist(mt, "baton.contract.completeness", "1", "Completeness of checked envelopes (0 to 1).", completenessBuckets),
+		edgeEnvSize:      b.i64Hist(mt, "baton.envelope.size", "By", "Size of checked envelopes.", sizeBuckets),
+		edgeEnvRatio:     b.f64Hist(mt, "baton.envelope.size_ratio", "1", "Envelope size over the edge's contract max_bytes (edges with a cap).", ratioBuckets),
+	}
 	m.storeTime = b.f64Hist(mt, "baton.store.duration", "s", "State store operations, by op.", storeBuckets)
 	m.serverTime = b.f64Hist(mt, "http.server.request.duration", "s", "Duration of HTTP server requests (egress and ingress listeners).", durationBuckets)
 	m.clientTime = b.f64Hist(mt, "http.client.request.duration", "s", "Duration of HTTP client requests until response headers (each try to a peer, the local agent or an external host).", durationBuckets)
@@ -239,7 +253,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		return nil, b.err
 	}
 	for _, s := range []Side{Egress, Ingress} {
-		m.server[s] = &HTTPSeries{base: []attribute.KeyValue{keySide.String(s.String())}}
+		m.server[s] = &HTTPSeries{h: m.serverTime, base: []attribute.KeyValue{keySide.String(s.String())}}
 	}
 	edges := map[edgeKey]*Edge{}
 	m.edges.Store(&edges)
@@ -252,8 +266,12 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	return m, nil
 }
 
-// builder creates instruments, keeping the first error.
-type builder struct{ err error }
+// builder creates instruments, keeping the first error; histograms in own
+// when it is set.
+type builder struct {
+	own *Histograms
+	err error
+}
 
 func (b *builder) keep(err error) {
 	if b.err == nil && err != nil {
@@ -261,16 +279,22 @@ func (b *builder) keep(err error) {
 	}
 }
 
-func (b *builder) f64Hist(mt metric.Meter, name, unit, desc string, bounds []float64) metric.Float64Histogram {
+func (b *builder) f64Hist(mt metric.Meter, name, unit, desc string, bounds []float64) *histogram {
+	if b.own != nil {
+		return b.own.instrument(name, unit, desc, bounds, false)
+	}
 	h, err := mt.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(bounds...))
 	b.keep(err)
-	return h
+	return &histogram{name: name, unit: unit, desc: desc, bounds: bounds, f64: h}
 }
 
-func (b *builder) i64Hist(mt metric.Meter, name, unit, desc string, bounds []float64) metric.Int64Histogram {
+func (b *builder) i64Hist(mt metric.Meter, name, unit, desc string, bounds []float64) *histogram {
+	if b.own != nil {
+		return b.own.instrument(name, unit, desc, bounds, true)
+	}
 	h, err := mt.Int64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(bounds...))
 	b.keep(err)
-	return h
+	return &histogram{name: name, unit: unit, desc: desc, bounds: bounds, isInt: true, i64: h}
 }
 
 func (b *builder) counter(mt metric.Meter, name, unit, desc string) metric.Int64ObservableCounter {
@@ -319,8 +343,10 @@ type Edge struct {
 	side     Side
 	from, to string
 	attrs    []attribute.KeyValue // from, to, side
+	set      attribute.Set        // of attrs
 	rec      []metric.RecordOption
 	obs      []metric.ObserveOption
+	hists    [nEdgeHists]atomic.Pointer[series] // each built on first use
 
 	requests                                                  [nOutcomes][nClasses]cell
 	dedupe                                                    [len(dedupeOutcomes)]cell
@@ -346,9 +372,19 @@ func (e *Edge) label(c *cell, extra ...attribute.KeyValue) {
 func newEdge(side Side, from, to string) *Edge {
 	e := &Edge{side: side, from: from, to: to,
 		attrs: []attribute.KeyValue{keyFrom.String(from), keyTo.String(to), keySide.String(side.String())}}
-	set := metric.WithAttributeSet(attribute.NewSet(e.attrs...))
+	e.set = attribute.NewSet(e.attrs...)
+	set := metric.WithAttributeSet(e.set)
 	e.rec, e.obs = []metric.RecordOption{set}, []metric.ObserveOption{set}
 	return e
+}
+
+// onEdge returns e's series of the i-th edge histogram.
+func (m *Metrics) onEdge(e *Edge, i int) *series {
+	if s := e.hists[i].Load(); s != nil {
+		return s
+	}
+	e.hists[i].CompareAndSwap(nil, m.edgeHists[i].series(e.set, e.rec))
+	return e.hists[i].Load()
 }
 
 // Edge returns the labels of an edge the configuration names, creating
@@ -504,24 +540,22 @@ func outcomeOf(in *Info) outcome {
 
 // request records everything a finished request tells.
 func (m *Metrics) request(method string, in *Info, d time.Duration) {
-	// Background: no span, so the exemplar filter has nothing to sample.
-	ctx := context.Background()
 	e := m.EdgeOf(in)
 	status := in.Status()
 	secs := d.Seconds()
-	m.duration.Record(ctx, secs, e.rec...)
+	m.onEdge(e, edgeDuration).record(secs)
 	if int(in.Side) < len(m.server) && m.server[in.Side] != nil {
-		m.serverTime.Record(ctx, secs, m.server[in.Side].opts(method, status)...)
+		m.server[in.Side].point(method, status).record(secs)
 	}
 	o, cl := outcomeOf(in), classOf(status)
 	if c := &e.requests[o][cl]; !c.add(1) {
 		e.label(c, keyOutcome.String(outcomeNames[o]), keyStatusClass.String(classNames[cl]))
 	}
 	if in.Hop > 0 && in.Handoff() {
-		m.hops.Record(ctx, int64(in.Hop), e.rec...)
+		m.onEdge(e, edgeHops).recordInt(int64(in.Hop))
 	}
 	if in.Contract != nil {
-		m.contract(ctx, e, in)
+		m.contract(e, in)
 	}
 	if in.Dedupe != "" {
 		for i, v := range dedupeOutcomes {
@@ -558,13 +592,13 @@ func (m *Metrics) request(method string, in *Info, d time.Duration) {
 	}
 }
 
-func (m *Metrics) contract(ctx context.Context, e *Edge, in *Info) {
+func (m *Metrics) contract(e *Edge, in *Info) {
 	res, pol := in.Contract, in.ContractPolicy
-	m.completeness.Record(ctx, res.Completeness, e.rec...)
+	m.onEdge(e, edgeCompleteness).record(res.Completeness)
 	size := len(res.Envelope)
-	m.envSize.Record(ctx, int64(size), e.rec...)
+	m.onEdge(e, edgeEnvSize).recordInt(int64(size))
 	if pol.MaxBytes > 0 {
-		m.envRatio.Record(ctx, float64(size)/float64(pol.MaxBytes), e.rec...)
+		m.onEdge(e, edgeEnvRatio).record(float64(size) / float64(pol.MaxBytes))
 	}
 	mode := int(pol.Mode)
 	if mode >= len(e.violations) {
@@ -664,10 +698,13 @@ func (m *Metrics) Observe(fn func(ctx context.Context, g Gauges)) (stop func(), 
 	return func() { _ = reg.Unregister() }, nil
 }
 
-// StoreSeries is one store operation's labels and error total.
+// StoreSeries is one store operation's labels, duration series and error
+// total.
 type StoreSeries struct {
-	m    *Metrics
+	h    *histogram
+	set  attribute.Set
 	rec  []metric.RecordOption
+	time atomic.Pointer[series] // built on first use
 	errs cell
 }
 
@@ -678,8 +715,9 @@ func (m *Metrics) Store(op string) *StoreSeries {
 	if m == nil {
 		return nil
 	}
-	set := metric.WithAttributeSet(attribute.NewSet(keyOp.String(op)))
-	s := &StoreSeries{m: m, rec: []metric.RecordOption{set}}
+	attrs := attribute.NewSet(keyOp.String(op))
+	set := metric.WithAttributeSet(attrs)
+	s := &StoreSeries{h: m.storeTime, set: attrs, rec: []metric.RecordOption{set}}
 	s.errs.opts.Store(&[]metric.ObserveOption{set})
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -691,10 +729,18 @@ func (m *Metrics) Store(op string) *StoreSeries {
 // Done records an operation that started at start; err counts it as
 // failed.
 func (s *StoreSeries) Done(start time.Time, err error) {
-	if s == nil {
-		return
+	if s != nil {
+		s.done(time.Since(start), err)
 	}
-	s.m.storeTime.Record(context.Background(), time.Since(start).Seconds(), s.rec...)
+}
+
+func (s *StoreSeries) done(d time.Duration, err error) {
+	t := s.time.Load()
+	if t == nil {
+		s.time.CompareAndSwap(nil, s.h.series(s.set, s.rec))
+		t = s.time.Load()
+	}
+	t.record(d.Seconds())
 	if err != nil {
 		s.errs.n.Add(1)
 	}
@@ -704,15 +750,15 @@ func (s *StoreSeries) Done(start time.Time, err error) {
 // listener side) or one client destination: method and status code on top,
 // each combination built on first use.
 type HTTPSeries struct {
-	m      *Metrics
+	h      *histogram
 	client bool
 	base   []attribute.KeyValue
 	rows   [len(httpMethods) + 1]atomic.Pointer[statusRow]
 }
 
-// statusRow holds the options of one method by status: index 0 is no
+// statusRow holds the series of one method by status: index 0 is no
 // status (a transport error), 1 to 500 are 100 to 599.
-type statusRow [501]atomic.Pointer[[]metric.RecordOption]
+type statusRow [501]atomic.Pointer[series]
 
 // httpMethods are the methods labelled by name; any other is "_OTHER", as
 // the HTTP semantic conventions say.
@@ -735,7 +781,7 @@ func (m *Metrics) Client(server string) *HTTPSeries {
 	if m == nil {
 		return nil
 	}
-	s := &HTTPSeries{m: m, client: true}
+	s := &HTTPSeries{h: m.clientTime, client: true}
 	if server != "" {
 		s.base = []attribute.KeyValue{keyServer.String(server)}
 	}
@@ -748,10 +794,11 @@ func (s *HTTPSeries) Record(method string, status int, d time.Duration) {
 	if s == nil {
 		return
 	}
-	s.m.clientTime.Record(context.Background(), d.Seconds(), s.opts(method, status)...)
+	s.point(method, status).record(d.Seconds())
 }
 
-func (s *HTTPSeries) opts(method string, status int) []metric.RecordOption {
+// point returns the series of method and status.
+func (s *HTTPSeries) point(method string, status int) *series {
 	mi, si := methodIndex(method), 0
 	if status >= 100 && status <= 599 {
 		si = status - 99
@@ -762,12 +809,12 @@ func (s *HTTPSeries) opts(method string, status int) []metric.RecordOption {
 		row = s.rows[mi].Load()
 	}
 	if p := row[si].Load(); p != nil {
-		return *p
+		return p
 	}
 	return s.build(row, mi, si)
 }
 
-func (s *HTTPSeries) build(row *statusRow, mi, si int) []metric.RecordOption {
+func (s *HTTPSeries) build(row *statusRow, mi, si int) *series {
 	kvs := append(make([]attribute.KeyValue, 0, len(s.base)+3), s.base...)
 	method := "_OTHER"
 	if mi < len(httpMethods) {
@@ -782,9 +829,10 @@ func (s *HTTPSeries) build(row *statusRow, mi, si int) []metric.RecordOption {
 	default:
 		kvs = append(kvs, keyStatus.Int(status))
 	}
-	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
-	if !row[si].CompareAndSwap(nil, &opts) {
-		return *row[si].Load()
+	set := attribute.NewSet(kvs...)
+	p := s.h.series(set, []metric.RecordOption{metric.WithAttributeSet(set)})
+	if !row[si].CompareAndSwap(nil, p) {
+		return row[si].Load()
 	}
-	return opts
+	return p
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -16,14 +17,23 @@ import (
 )
 
 // benchMetrics returns Metrics on a real SDK provider set up as baton serve
-// sets it up (a reader, so that every instrument aggregates; exemplars off),
-// and the configured edges' labels.
-func benchMetrics(b *testing.B) (*Metrics, *Edge) {
+// sets it up (a reader that also takes Baton's histograms, so that every
+// instrument aggregates; exemplars off), and the configured edges' labels.
+// With sdk, the provider has no Histograms and the SDK records histograms.
+func benchMetrics(b *testing.B, sdk bool) (*Metrics, *Edge) {
 	b.Helper()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()),
+	hist := NewHistograms()
+	if sdk {
+		hist = nil
+	}
+	var ropts []sdkmetric.ManualReaderOption
+	if hist != nil {
+		ropts = append(ropts, sdkmetric.WithProducer(hist))
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(ropts...)),
 		sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
 	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	m, err := NewMetrics(mp)
+	m, err := NewMetrics(WithHistograms(mp, hist))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,8 +65,14 @@ func handoffInfos() (out, in *Info) {
 // for a handoff without an envelope. Every record
 // the path makes is in it, although the record writes are batched by the
 // record book's flusher (one store call for many records under load).
-func BenchmarkMetricsPerRequest(b *testing.B) {
-	m, e := benchMetrics(b)
+func BenchmarkMetricsPerRequest(b *testing.B) { benchPerRequest(b, false) }
+
+// BenchmarkMetricsPerRequestSDK is the same with the SDK's histograms, as
+// Metrics on a provider without Histograms records them.
+func BenchmarkMetricsPerRequestSDK(b *testing.B) { benchPerRequest(b, true) }
+
+func benchPerRequest(b *testing.B, sdk bool) {
+	m, e := benchMetrics(b, sdk)
 	out, in := handoffInfos()
 	peer, agent := m.Client("summarizer"), m.Client("127.0.0.1")
 	chained, claim, swap := m.Store("append_chained"), m.Store("claim_many"), m.Store("swap")
@@ -115,8 +131,13 @@ func BenchmarkMetricsPerRequest(b *testing.B) {
 
 // BenchmarkMetricsPerRequestParallel is the same with every core
 // recording at once, into the same series.
-func BenchmarkMetricsPerRequestParallel(b *testing.B) {
-	m, _ := benchMetrics(b)
+func BenchmarkMetricsPerRequestParallel(b *testing.B) { benchPerRequestParallel(b, false) }
+
+// BenchmarkMetricsPerRequestParallelSDK is that with the SDK's histograms.
+func BenchmarkMetricsPerRequestParallelSDK(b *testing.B) { benchPerRequestParallel(b, true) }
+
+func benchPerRequestParallel(b *testing.B, sdk bool) {
+	m, _ := benchMetrics(b, sdk)
 	peer := m.Client("summarizer")
 	d := 3 * time.Millisecond
 	b.ReportAllocs()
@@ -133,7 +154,7 @@ func BenchmarkMetricsPerRequestParallel(b *testing.B) {
 // BenchmarkMetricsRare is the cost of the less common records: a dead
 // letter with retries, a refusal by policy, a violation, a store error.
 func BenchmarkMetricsRare(b *testing.B) {
-	m, e := benchMetrics(b)
+	m, e := benchMetrics(b, false)
 	refused := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", Hop: 1,
 		PolicyDenial: "no_edge", rec: &recorder{status: 403}}
 	violated := &Info{Side: Ingress, Agent: "summarizer", From: "analyst", To: "summarizer", Hop: 1,
@@ -185,7 +206,7 @@ func BenchmarkChainMeasured(b *testing.B) {
 	log := benchLogger()
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	m, _ := benchMetrics(b)
+	m, _ := benchMetrics(b, false)
 	book := newMemBook(map[string]inbound{traceID: {hop: 1, record: "r1"}})
 	b.Run("egress", func(b *testing.B) {
 		h := AccessLog(log, Egress, "analyst")(Measure(m)(
@@ -213,4 +234,52 @@ func BenchmarkChainMeasured(b *testing.B) {
 			"Idempotency-Key": {`"a2a-0123456789abcdef0123456789abcdef"`},
 		})
 	})
+}
+
+// BenchmarkHistogramRecord is one measurement into one of Baton's own
+// series, alone and with every core on the same series.
+func BenchmarkHistogramRecord(b *testing.B) {
+	h := NewHistograms().instrument("d", "s", "", durationBuckets, false)
+	s := h.series(attribute.NewSet(keyOp.String("get")), nil)
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.record(0.003)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				s.record(0.003)
+			}
+		})
+	})
+}
+
+// BenchmarkHistogramsProduce is one collection of the histograms of a
+// Baton with a few edges, peers and store operations recorded.
+func BenchmarkHistogramsProduce(b *testing.B) {
+	hs := NewHistograms()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(hs))))
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := NewMetrics(WithHistograms(mp, hs))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, in := handoffInfos()
+	for _, peer := range []string{"summarizer", "writer", "critic", "planner"} {
+		out.To = peer
+		m.request(http.MethodPost, out, time.Millisecond)
+		m.Client(peer).Record(http.MethodPost, 200, time.Millisecond)
+		m.Store("claim_"+peer).Done(time.Now(), nil)
+	}
+	m.request(http.MethodPost, in, time.Millisecond)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := hs.Produce(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

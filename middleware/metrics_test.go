@@ -17,7 +17,9 @@ import (
 	"github.com/batonproxy/baton/handoff"
 )
 
-// meterFixture is Metrics on a real SDK provider read on demand.
+// meterFixture is Metrics on a real SDK provider read on demand, set up as
+// baton serve sets it up: histograms Baton's own, produced for the reader.
+// (The proxy's tests cover a provider without them.)
 type meterFixture struct {
 	t      *testing.T
 	m      *Metrics
@@ -26,10 +28,11 @@ type meterFixture struct {
 
 func newMeterFixture(t *testing.T) *meterFixture {
 	t.Helper()
-	r := sdkmetric.NewManualReader()
+	hist := NewHistograms()
+	r := sdkmetric.NewManualReader(sdkmetric.WithProducer(hist))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	m, err := NewMetrics(mp)
+	m, err := NewMetrics(WithHistograms(mp, hist))
 	if err != nil {
 		t.Fatal(err)
 	}

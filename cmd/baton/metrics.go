@@ -15,7 +15,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/batonproxy/baton/middleware"
 )
 
 // meters is the process's metrics setup: the provider Baton records into,
@@ -45,26 +48,64 @@ func setupMetrics(ctx context.Context, env func(string) string, res *resource.Re
 	// Baton records outside any span (docs/metrics.md), so the trace-based
 	// exemplar filter would never sample: off, it costs nothing.
 	opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter)}
+	var otlpExp sdkmetric.Exporter
+	if want["otlp"] {
+		if otlpExp, err = otlpMetricExporter(ctx, env); err != nil {
+			return nil, err
+		}
+	}
+	// The request path's histograms are Baton's own, far cheaper to record
+	// than the SDK's, and reach every reader as its producer. They are what
+	// the SDK would export only for cumulative explicit-bucket histograms:
+	// an OTLP exporter asking for anything else gets the SDK's instead.
+	var hist *middleware.Histograms
+	if otlpExp == nil || ownHistograms(otlpExp) {
+		hist = middleware.NewHistograms()
+	}
 	if want["prometheus"] {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
+		popts := []otelprom.Option{otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo()}
+		if hist != nil {
+			popts = append(popts, otelprom.WithProducer(hist))
+		}
+		exp, err := otelprom.New(popts...)
 		if err != nil {
+			if otlpExp != nil {
+				_ = otlpExp.Shutdown(ctx)
+			}
 			return nil, fmt.Errorf("metrics: prometheus exporter: %w", err)
 		}
 		opts = append(opts, sdkmetric.WithReader(exp))
 		m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
-	if want["otlp"] {
-		exp, err := otlpMetricExporter(ctx, env)
-		if err != nil {
-			return nil, err
+	if otlpExp != nil {
+		var ropts []sdkmetric.PeriodicReaderOption
+		if hist != nil {
+			ropts = append(ropts, sdkmetric.WithProducer(hist))
 		}
-		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(otlpExp, ropts...)))
 	}
 	mp := sdkmetric.NewMeterProvider(opts...)
-	m.provider, m.shutdown = mp, mp.Shutdown
+	m.provider, m.shutdown = middleware.WithHistograms(mp, hist), mp.Shutdown
 	return m, nil
+}
+
+// ownHistograms tells whether exp takes histograms as Baton's own are
+// produced: cumulative, in explicit buckets with min and max (the SDK's
+// default aggregation, whose boundaries the instruments' advice replaces).
+func ownHistograms(exp sdkmetric.Exporter) bool {
+	const k = sdkmetric.InstrumentKindHistogram
+	if exp.Temporality(k) != metricdata.CumulativeTemporality {
+		return false
+	}
+	switch a := exp.Aggregation(k).(type) {
+	case nil, sdkmetric.AggregationDefault:
+		return true
+	case sdkmetric.AggregationExplicitBucketHistogram:
+		return !a.NoMinMax
+	}
+	return false
 }
 
 // metricExporters reads OTEL_METRICS_EXPORTER into the set of exporters on.

@@ -4,10 +4,17 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/batonproxy/baton/middleware"
 )
 
 func TestMetricExporters(t *testing.T) {
@@ -95,5 +102,96 @@ func TestServeMetrics(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// scrapeHistograms records a store operation and a client request into
+// Metrics on the provider, and returns what its /metrics serves.
+func scrapeHistograms(t *testing.T, m *meters) string {
+	t.Helper()
+	mt, err := middleware.NewMetrics(m.provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt.Store("get").Done(time.Now(), nil)
+	mt.Client("summarizer").Record(http.MethodPost, 200, 5*time.Millisecond)
+	w := httptest.NewRecorder()
+	m.handler.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := w.Body.String()
+	for _, want := range []string{
+		`baton_store_duration_seconds_count{op="get"} 1`,
+		`http_client_request_duration_seconds_bucket{http_request_method="POST",http_response_status_code="200",server_address="summarizer",le="0.0025"} 0`,
+		`http_client_request_duration_seconds_bucket{http_request_method="POST",http_response_status_code="200",server_address="summarizer",le="0.005"} 1`,
+		`http_client_request_duration_seconds_sum{http_request_method="POST",http_response_status_code="200",server_address="summarizer"} 0.005`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	return body
+}
+
+// TestSetupMetricsHistograms checks that baton serve's provider records
+// the request path's histograms into Baton's own, served on /metrics.
+func TestSetupMetricsHistograms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m, err := setupMetrics(ctx, func(string) string { return "" }, resource.Empty())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.shutdown(ctx) })
+	if _, sdk := m.provider.(*sdkmetric.MeterProvider); sdk {
+		t.Error("the provider records histograms into the SDK's instruments")
+	}
+	scrapeHistograms(t, m)
+}
+
+// TestSetupMetricsDeltaOTLP checks that an OTLP exporter asking for delta
+// histograms gets the SDK's, and /metrics still serves them.
+func TestSetupMetricsDeltaOTLP(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+	env := map[string]string{"OTEL_METRICS_EXPORTER": "prometheus,otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}
+	m, err := setupMetrics(context.Background(), func(k string) string { return env[k] }, resource.Empty())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = m.shutdown(ctx)
+	})
+	if _, sdk := m.provider.(*sdkmetric.MeterProvider); !sdk {
+		t.Errorf("provider %T, want the SDK's own", m.provider)
+	}
+	scrapeHistograms(t, m)
+}
+
+func TestOwnHistograms(t *testing.T) {
+	t.Parallel()
+	delta := func(sdkmetric.InstrumentKind) metricdata.Temporality { return metricdata.DeltaTemporality }
+	agg := func(a sdkmetric.Aggregation) sdkmetric.AggregationSelector {
+		return func(sdkmetric.InstrumentKind) sdkmetric.Aggregation { return a }
+	}
+	for _, tc := range []struct {
+		name string
+		opts []otlpmetrichttp.Option
+		want bool
+	}{
+		{"defaults", nil, true},
+		{"explicit buckets", []otlpmetrichttp.Option{otlpmetrichttp.WithAggregationSelector(agg(sdkmetric.AggregationExplicitBucketHistogram{Boundaries: []float64{1}}))}, true},
+		{"delta", []otlpmetrichttp.Option{otlpmetrichttp.WithTemporalitySelector(delta)}, false},
+		{"exponential", []otlpmetrichttp.Option{otlpmetrichttp.WithAggregationSelector(agg(sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}))}, false},
+		{"no min and max", []otlpmetrichttp.Option{otlpmetrichttp.WithAggregationSelector(agg(sdkmetric.AggregationExplicitBucketHistogram{NoMinMax: true}))}, false},
+		{"dropped", []otlpmetrichttp.Option{otlpmetrichttp.WithAggregationSelector(agg(sdkmetric.AggregationDrop{}))}, false},
+	} {
+		exp, err := otlpmetrichttp.New(context.Background(), tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ownHistograms(exp); got != tc.want {
+			t.Errorf("%s: ownHistograms %v, want %v", tc.name, got, tc.want)
+		}
+		_ = exp.Shutdown(context.Background())
 	}
 }
