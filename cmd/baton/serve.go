@@ -101,13 +101,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	if err != nil {
 		return err
 	}
+	// Start-up garbage (config decoding, the envelope schema's compilation)
+	// goes back to the OS, and the executable's start-up pages with it,
+	// before the listeners open: a Baton that reports ready is already as
+	// small as it stays idle.
+	debug.FreeOSMemory()
+	trimStartupPages()
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	// Start-up garbage (config decoding, the envelope schema's compilation)
-	// goes back to the OS now rather than sitting in an idle sidecar's RSS.
-	debug.FreeOSMemory()
-	trimStartupPages()
 	var runErr error
 	select {
 	case <-ctx.Done():
