@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -224,13 +225,13 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			if !ok {
 				tail = b.tails.get(r.TraceID)
 			}
-			// The record goes to the chain and its key without the
-			// checkpoint; the checkpoint has a key of its own, written once.
-			entry, enc, next := encodeEntry(tail, r, now)
-			sets := []state.KV{{Key: recordKey(r.ID), Val: enc}}
+			// The record lives in its trace's chain, without the checkpoint;
+			// the checkpoint has a key of its own, written once.
+			entry, next := encodeEntry(tail, r, now)
+			var sets []state.KV
 			if r.Request != nil && !r.checkpointed {
 				cp := r.Request.AppendJSON(make([]byte, 0, 256+len(r.Request.Body)*4/3))
-				sets = append(sets, state.KV{Key: checkpointKey(r.ID), Val: cp})
+				sets = []state.KV{{Key: checkpointKey(r.ID), Val: cp}}
 			}
 			links[i] = state.Link{Log: chainKey(r.TraceID), Prev: tail, Tail: next, Entry: entry, Sets: sets, TTL: b.retention}
 			assumed[r.TraceID] = next
@@ -270,16 +271,25 @@ func (b *Book) Get(ctx context.Context, id string) (*Record, error) {
 	if TraceOf(id) == "" || b.store == nil {
 		return nil, ErrNotFound
 	}
-	v, err := b.store.Get(ctx, recordKey(id))
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, ErrNotFound
-	}
+	// A record's latest state is its last snapshot in its trace's chain.
+	entries, err := b.store.Range(ctx, chainKey(TraceOf(id)), 0, -1)
 	if err != nil {
 		return nil, fmt.Errorf("record: reading %s: %w", id, err)
 	}
 	var r Record
-	if err := json.Unmarshal(v, &r); err != nil {
-		return nil, fmt.Errorf("record: decoding %s: %w", id, err)
+	found := false
+	marker := []byte(`"id":"` + id + `"`)
+	for i := len(entries) - 1; i >= 0 && !found; i-- {
+		if !bytes.Contains(entries[i], marker) {
+			continue
+		}
+		var e Entry
+		if json.Unmarshal(entries[i], &e) == nil && e.Record.ID == id {
+			r, found = e.Record, true
+		}
+	}
+	if !found {
+		return nil, ErrNotFound
 	}
 	if r.Side == Egress {
 		cp, err := b.store.Get(ctx, checkpointKey(id))

@@ -24,9 +24,9 @@ type Entry struct {
 }
 
 // encodeEntry returns the stored bytes of the entry after tail for r
-// (encoded without its checkpoint), the record's own encoding within them,
-// and the new tail. The bytes are those json.Marshal(Entry{...}) gives.
-func encodeEntry(tail string, r *Record, now time.Time) (entry, rec []byte, next string) {
+// (encoded without its checkpoint), and the new tail. The bytes are those
+// json.Marshal(Entry{...}) gives.
+func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, next string) {
 	seq, prev := parseTail(tail)
 	b := make([]byte, 0, 1024)
 	b = append(b, `{"seq":`...)
@@ -36,18 +36,16 @@ func encodeEntry(tail string, r *Record, now time.Time) (entry, rec []byte, next
 	b = append(b, `","at":"`...)
 	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","record":`...)
-	start := len(b)
 	snap := *r
 	snap.Request = nil
 	b = snap.AppendJSON(b)
-	end := len(b)
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	var tailBuf [20 + 1 + 2*sha256.Size]byte
 	t := strconv.AppendInt(tailBuf[:0], int64(seq+1), 10)
 	t = append(t, ':')
 	t = hex.AppendEncode(t, sum[:])
-	return b, b[start:end:end], string(t)
+	return b, string(t)
 }
 
 // parseTail splits "seq:digest"; an empty tail is seq 0 with no digest.

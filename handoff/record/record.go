@@ -138,7 +138,6 @@ func isHex(s string) bool {
 }
 
 // Keys of one trace share the Redis Cluster hash tag {trace id}.
-func recordKey(id string) string     { return "{" + TraceOf(id) + "}:rec:" + id }
 func chainKey(traceID string) string { return "{" + traceID + "}:chain" }
 func checkpointKey(id string) string { return "{" + TraceOf(id) + "}:cp:" + id }
 
