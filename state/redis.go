@@ -36,7 +36,6 @@ type Redis struct {
 	release   *redis.Script
 	link      *redis.Script
 	linkMany  *redis.Script
-	markAdd   *redis.Script
 }
 
 // NewRedis builds the client cfg describes: a single node from cfg.URL,
@@ -69,7 +68,6 @@ func NewRedis(cfg config.Redis) (*Redis, error) {
 		release:   redis.NewScript(releaseScript),
 		link:      redis.NewScript(linkScript),
 		linkMany:  redis.NewScript(linkManyScript),
-		markAdd:   redis.NewScript(markAddScript),
 	}, nil
 }
 

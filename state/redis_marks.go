@@ -28,24 +28,10 @@ func markField(h uint64) string {
 	return string(b[:])
 }
 
-// markAddScript adds ARGV[3..] (field, value pairs) to the newer generation
-// KEYS[1], sets its TTL to ARGV[1] milliseconds (0: none), and when it holds
-// ARGV[2] members or more (0: no bound) renames it over the older KEYS[2].
-// HSET takes the pairs a thousand at a time: Lua's unpack is bounded.
-const markAddScript = `
-for i = 3, #ARGV, 2000 do
-  redis.call('HSET', KEYS[1], unpack(ARGV, i, math.min(i + 1999, #ARGV)))
-end
-local ms = tonumber(ARGV[1])
-if ms > 0 then redis.call('PEXPIRE', KEYS[1], ms) else redis.call('PERSIST', KEYS[1]) end
-local half = tonumber(ARGV[2])
-if half > 0 and redis.call('HLEN', KEYS[1]) >= half then
-  redis.call('RENAME', KEYS[1], KEYS[2])
-end
-return 1`
-
-// MarkAdd is one script call (markAddScript) on the request path's
-// autopipeliner: the add, the TTL and the rotation happen together.
+// MarkAdd sends HSET, the TTL and HLEN together on the request path's
+// autopipeliner (plain commands: a script's own cost is several times
+// theirs); when the newer generation has reached max/2 members it is renamed
+// over the older.
 func (r *Redis) MarkAdd(ctx context.Context, key string, members []uint64, val string, ttl time.Duration, max int) error {
 	if len(members) == 0 {
 		return nil
@@ -53,20 +39,25 @@ func (r *Redis) MarkAdd(ctx context.Context, key string, members []uint64, val s
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	cur, prev := r.markKeys(key)
-	args := make([]any, 0, 4+2*len(members))
-	args = append(args, "evalsha", r.markAdd.Hash(), 2, cur, prev, millis(ttl), max/2)
+	args := make([]any, 0, 2+2*len(members))
+	args = append(args, "hset", cur)
 	for _, h := range members {
 		args = append(args, markField(h), val)
 	}
-	cmd := redis.NewCmd(ctx, args...)
-	err := r.do(ctx, cmd)
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		args[0], args[1] = "eval", markAddScript
-		cmd = redis.NewCmd(ctx, args...)
-		err = r.do(ctx, cmd)
+	expire := redis.NewCmd(ctx, "persist", cur)
+	if ms := millis(ttl); ms > 0 {
+		expire = redis.NewCmd(ctx, "pexpire", cur, ms)
 	}
-	if err != nil {
+	n := redis.NewIntCmd(ctx, "hlen", cur)
+	if err := r.doAll(ctx, redis.NewIntCmd(ctx, args...), expire, n); err != nil {
 		return wrapRedis("mark add", err)
+	}
+	if half := max / 2; half > 0 && n.Val() >= int64(half) {
+		// Concurrent adders may both see the bound; a second RENAME finds
+		// no newer generation (ERR no such key), which is harmless.
+		if err := r.client.Rename(ctx, cur, prev).Err(); err != nil && err.Error() != "ERR no such key" {
+			return wrapRedis("mark rotate", err)
+		}
 	}
 	return nil
 }
