@@ -102,9 +102,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 		return err
 	}
 	// Start-up garbage (config decoding, the envelope schema's compilation)
-	// goes back to the OS, and the executable's start-up pages with it,
-	// before the listeners open: a Baton that reports ready is already as
-	// small as it stays idle.
+	// goes back to the OS, and the executable's start-up pages leave this
+	// process's resident set, before the listeners open: a Baton that
+	// reports ready is as small as it stays idle.
 	debug.FreeOSMemory()
 	trimStartupPages()
 	if err := srv.Start(); err != nil {
