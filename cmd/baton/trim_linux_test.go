@@ -34,7 +34,7 @@ func TestTrimStartupPagesDropsExecutablePages(t *testing.T) {
 	n := trimStartupPages()
 	after := rssFile(t)
 	if n <= 0 {
-		t.Fatalf("trimStartupPages advised %d bytes: no read-only mapping of the executable found, or MADV_PAGEOUT refused", n)
+		t.Fatalf("trimStartupPages advised %d bytes: no read-only mapping of the executable found, or madvise refused", n)
 	}
 	if after >= before {
 		t.Fatalf("RssFile %d kB before, %d kB after: nothing was dropped", before, after)
