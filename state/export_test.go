@@ -11,3 +11,8 @@ import (
 func NewMemoryEvery(cfg config.Memory, every time.Duration) *Memory {
 	return newMemory(cfg, every)
 }
+
+// AlwaysBatch sends every request-path command of r through the
+// autopipeliner, as under load, so that the contract suite covers that path
+// too (a serial test would otherwise only ever take the direct one).
+func AlwaysBatch(r *Redis) { r.inflight.Add(1) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonproxy/baton/config"
@@ -29,6 +30,7 @@ type Redis struct {
 	// side for many commands, instead of a round trip each. Nil when the
 	// client has none; see do.
 	hot       *redis.AutoPipeliner
+	inflight  atomic.Int64 // callers of do and doAll
 	prefix    string
 	opTimeout time.Duration
 	renew     *redis.Script
@@ -191,20 +193,32 @@ func (r *Redis) Close() error {
 // as with a plain client. After a context error the command is still in
 // flight and must not be read.
 func (r *Redis) do(ctx context.Context, cmd redis.Cmder) error {
-	if r.hot == nil {
+	if !r.batching() {
+		defer r.inflight.Add(-1)
 		return r.client.Process(ctx, cmd)
 	}
+	defer r.inflight.Add(-1)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return r.hot.Submit(ctx, cmd).WaitContext(ctx)
 }
 
+// batching counts the caller in and tells whether its commands go through
+// the autopipeliner: only when another caller's are in flight. A lone
+// caller (a quiet sidecar) talks to Redis directly, without the hand-offs
+// to and from the pipeliner's goroutines, which would double its latency;
+// under load nearly every caller finds company and joins a batch.
+func (r *Redis) batching() bool {
+	return r.inflight.Add(1) > 1 && r.hot != nil
+}
+
 // doAll runs cmds as do does, together: they share the pipeliner's next
 // write (one pipeline round trip on the plain client). It returns the first
 // error.
 func (r *Redis) doAll(ctx context.Context, cmds ...redis.Cmder) error {
-	if r.hot == nil {
+	defer r.inflight.Add(-1)
+	if !r.batching() {
 		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, c := range cmds {
 				_ = p.Process(ctx, c)

@@ -23,6 +23,19 @@ func TestRedis(t *testing.T) {
 	})
 }
 
+// TestRedisBatched runs the contract suite with every request-path command
+// going through the autopipeliner, as it does when callers overlap.
+func TestRedisBatched(t *testing.T) {
+	t.Parallel()
+	url := redistest.Shared(t)
+	prefix := testPrefix(t, url)
+	storetest.Run(t, func(t *testing.T) state.Store {
+		r := newRedis(t, config.Redis{URL: url, Prefix: prefix})
+		state.AlwaysBatch(r)
+		return r
+	})
+}
+
 // TestRedisCluster runs the contract suite through a cluster client against
 // a one-node Redis Cluster: scripts, MULTI and key routing must all work
 // when every key is hashed to a slot.
