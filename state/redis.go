@@ -193,11 +193,10 @@ func (r *Redis) Close() error {
 // as with a plain client. After a context error the command is still in
 // flight and must not be read.
 func (r *Redis) do(ctx context.Context, cmd redis.Cmder) error {
+	defer r.inflight.Add(-1)
 	if !r.batching() {
-		defer r.inflight.Add(-1)
 		return r.client.Process(ctx, cmd)
 	}
-	defer r.inflight.Add(-1)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
