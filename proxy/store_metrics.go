@@ -38,6 +38,8 @@ const (
 	opIndexRemove
 	opIndexCount
 	opAppendChained
+	opReadChain
+	opAttached
 	opMarkAdd
 	opMarkLookup
 	opPing
@@ -45,7 +47,8 @@ const (
 )
 
 var storeOpNames = [nStoreOps]string{"claim", "claim_many", "renew", "swap", "release", "get", "set", "delete",
-	"append", "range", "index_add", "index_range", "index_remove", "index_count", "append_chained", "mark_add",
+	"append", "range", "index_add", "index_range", "index_remove", "index_count", "append_chained", "read_chain",
+	"attached", "mark_add",
 	"mark_lookup", "ping"}
 
 // measureStore wraps s; without metrics it is s.
@@ -173,6 +176,20 @@ func (s *measuredStore) AppendChained(ctx context.Context, links []state.Link) (
 	res, err := s.Store.AppendChained(ctx, links)
 	s.ops[opAppendChained].Done(start, err)
 	return res, err
+}
+
+func (s *measuredStore) ReadChain(ctx context.Context, log string) (state.Chain, error) {
+	start := time.Now()
+	c, err := s.Store.ReadChain(ctx, log)
+	s.ops[opReadChain].Done(start, err)
+	return c, err
+}
+
+func (s *measuredStore) Attached(ctx context.Context, log, name string) ([]byte, error) {
+	start := time.Now()
+	v, err := s.Store.Attached(ctx, log, name)
+	s.ops[opAttached].Done(start, failed(err))
+	return v, err
 }
 
 func (s *measuredStore) MarkAdd(ctx context.Context, key string, members []uint64, val string, ttl time.Duration, max int) error {

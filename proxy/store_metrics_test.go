@@ -88,9 +88,16 @@ func TestMeasuredStoreLabelsEachOp(t *testing.T) {
 		"index_remove":   func() error { return s.IndexRemove(ctx, "i", "m") },
 		"index_count":    func() error { _, err := s.IndexCount(ctx, "i"); return err },
 		"append_chained": func() error { _, err := s.AppendChained(ctx, nil); return err },
-		"mark_add":       func() error { return s.MarkAdd(ctx, "mk", []uint64{1}, "v", ttl, 8) },
-		"mark_lookup":    func() error { _, err := s.MarkLookup(ctx, "mk", []uint64{1}); return err },
-		"ping":           func() error { return s.Ping(ctx) },
+		"read_chain":     func() error { _, err := s.ReadChain(ctx, "ch"); return err },
+		"attached": func() error {
+			if _, err := s.Attached(ctx, "ch", "absent"); !errors.Is(err, state.ErrNotFound) {
+				return err
+			}
+			return nil
+		},
+		"mark_add":    func() error { return s.MarkAdd(ctx, "mk", []uint64{1}, "v", ttl, 8) },
+		"mark_lookup": func() error { _, err := s.MarkLookup(ctx, "mk", []uint64{1}); return err },
+		"ping":        func() error { return s.Ping(ctx) },
 		"get": func() error {
 			if _, err := s.Get(ctx, "absent"); !errors.Is(err, state.ErrNotFound) {
 				return err

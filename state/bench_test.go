@@ -84,8 +84,8 @@ func BenchmarkMemoryAppendChained(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		t := "{" + strconv.FormatInt(int64(1e15+i), 16) + "0000000000000000}"
-		_, err := m.AppendChained(b.Context(), []state.Link{{Log: t + ":chain", Tail: "1:abc", Entry: entry,
-			Sets: []state.KV{{Key: t + ":rec:x", Val: rec}, {Key: t + ":cp:x", Val: cp}}, TTL: 7 * 24 * time.Hour}})
+		_, err := m.AppendChained(b.Context(), []state.Link{{Log: t + ":chain", Seq: 1, Tail: "1:abc", Entry: entry,
+			Attach: []state.KV{{Key: "rec:x", Val: rec}, {Key: "cp:x", Val: cp}}, TTL: 7 * 24 * time.Hour}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -51,25 +51,29 @@ const (
 	kindLog
 	kindIndex
 	kindMarks
+	kindChain
 )
 
 // entry is one key. Its weight is what it counts against MaxEntries: 1 for a
-// value, its length for a log, its member count for an index.
+// value, its length for a log, its member count for an index, and for a
+// chain 1 plus its entries and attached values. A chain keeps its entries in
+// log, its tail in val and its attached values in attached.
 type entry struct {
-	key     string
-	kind    kind
-	held    bool
-	kept    bool // val is a caller's buffer (AppendChained): never written into
-	val     []byte
-	log     [][]byte
-	idx     *sortedIndex
-	marks   *markSet
-	weight  int64
-	size    int64
-	expires int64 // nanoseconds since Memory.base; 0: never
-	heapAt  int   // index in Memory.expiry, -1 when not there
-	prev    *entry
-	next    *entry
+	key      string
+	kind     kind
+	held     bool
+	kept     bool // val is a caller's buffer (AppendChained): never written into
+	val      []byte
+	log      [][]byte
+	attached map[string][]byte
+	idx      *sortedIndex
+	marks    *markSet
+	weight   int64
+	size     int64
+	expires  int64 // nanoseconds since Memory.base; 0: never
+	heapAt   int   // index in Memory.expiry, -1 when not there
+	prev     *entry
+	next     *entry
 }
 
 // NewMemory returns an in-memory store bounded by cfg: MaxEntries counts

@@ -16,31 +16,96 @@ func (m *Memory) AppendChained(_ context.Context, links []Link) ([]LinkResult, e
 	return out, nil
 }
 
+// link applies one link. A chain is one entry (its log, tail and attached
+// values), so that it expires and is evicted whole, as in Redis.
 func (m *Memory) link(l Link) LinkResult {
 	now := m.now()
-	tk := tailKey(l.Log)
+	e := m.live(l.Log, now)
 	cur := ""
-	if e := m.live(tk, now); e != nil {
-		if e.kind != kindValue {
+	if e != nil {
+		if e.kind != kindChain {
 			return LinkResult{Err: ErrWrongKind}
 		}
 		cur = string(e.val)
 	}
-	if cur != l.Prev {
+	follows := cur == l.Prev
+	var dWeight, dSize int64
+	if e == nil {
+		dWeight, dSize = 1, int64(len(l.Log))
+	}
+	for _, kv := range l.Attach {
+		if e != nil {
+			if old, ok := e.attached[kv.Key]; ok {
+				dSize += int64(len(kv.Val) - len(old))
+				continue
+			}
+		}
+		dWeight, dSize = dWeight+1, dSize+int64(len(kv.Key)+len(kv.Val))
+	}
+	if follows {
+		dWeight, dSize = dWeight+1, dSize+int64(len(l.Entry)+len(l.Tail)-len(cur))
+	}
+	if err := m.makeRoom(now, e, dWeight, dSize); err != nil {
+		return LinkResult{Err: err}
+	}
+	if e == nil {
+		e = m.insert(l.Log, kindChain)
+	}
+	for _, kv := range l.Attach {
+		if e.attached == nil {
+			e.attached = make(map[string][]byte, len(l.Attach))
+		}
+		e.attached[kv.Key] = kv.Val
+	}
+	if follows {
+		e.log = append(e.log, l.Entry)
+		e.val = []byte(l.Tail)
+	}
+	m.resize(e, dWeight, dSize)
+	m.written(e)
+	if l.TTL > 0 {
+		m.expireAt(e, deadline(now, l.TTL))
+	}
+	if !follows {
 		return LinkResult{Tail: cur}
 	}
-	if _, err := m.appendLocked(now, l.Log, l.Entry, l.TTL); err != nil {
-		return LinkResult{Err: err}
-	}
-	if err := m.writeValue(now, tk, m.live(tk, now), []byte(l.Tail), l.TTL, false); err != nil {
-		return LinkResult{Err: err}
-	}
-	for _, kv := range l.Sets {
-		if err := m.storeValue(now, kv.Key, m.live(kv.Key, now), kv.Val, l.TTL, false, true); err != nil {
-			return LinkResult{Err: err}
-		}
-	}
 	return LinkResult{OK: true, Tail: l.Tail}
+}
+
+// ReadChain copies the chain's entries and tail.
+func (m *Memory) ReadChain(_ context.Context, log string) (Chain, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.live(log, m.now())
+	if e == nil {
+		return Chain{Entries: [][]byte{}}, nil
+	}
+	if e.kind != kindChain {
+		return Chain{}, ErrWrongKind
+	}
+	c := Chain{Entries: make([][]byte, len(e.log)), Tail: string(e.val)}
+	for i, v := range e.log {
+		c.Entries[i] = bytes.Clone(v)
+	}
+	return c, nil
+}
+
+// Attached returns a copy of the value attached under name.
+func (m *Memory) Attached(_ context.Context, log, name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.live(log, m.now())
+	if e == nil {
+		return nil, ErrNotFound
+	}
+	if e.kind != kindChain {
+		return nil, ErrWrongKind
+	}
+	v, ok := e.attached[name]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return bytes.Clone(v), nil
 }
 
 // ClaimMany applies each claim as Claim does, under one lock.

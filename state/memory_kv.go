@@ -148,7 +148,7 @@ func (m *Memory) storeValue(now int64, key string, e *entry, val []byte, ttl tim
 	default:
 		e.val = append(make([]byte, 0, len(val)), val...)
 	}
-	e.kind, e.log, e.idx, e.held, e.kept = kindValue, nil, nil, held, keep
+	e.kind, e.log, e.attached, e.idx, e.held, e.kept = kindValue, nil, nil, nil, held, keep
 	m.resize(e, dWeight, dSize)
 	m.written(e)
 	m.expireAt(e, deadline(now, ttl))

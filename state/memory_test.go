@@ -376,27 +376,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // The memory store keeps a chained link's bytes as they are; a later write
-// of the same key must not write into them (a record's bytes are part of its
-// chain entry's).
+// of the same attached value must not write into them (a record's bytes may
+// be part of its chain entry's).
 func TestMemoryKeptLinkBytesNeverWrittenInto(t *testing.T) {
 	m := state.NewMemory(config.Memory{})
 	defer m.Close()
 	ctx := context.Background()
 	entry := []byte(`{"seq":1,"record":{"id":"r1","state":"sent"}}`)
 	rec := entry[19 : len(entry)-1] // the record inside the entry
-	res, err := m.AppendChained(ctx, []state.Link{{Log: "{t}:chain", Tail: "1:x", Entry: entry,
-		Sets: []state.KV{{Key: "{t}:rec", Val: rec}}, TTL: time.Hour}})
+	res, err := m.AppendChained(ctx, []state.Link{{Log: "{t}:chain", Seq: 1, Tail: "1:x", Entry: entry,
+		Attach: []state.KV{{Key: "rec", Val: rec}}, TTL: time.Hour}})
 	if err != nil || !res[0].OK {
 		t.Fatalf("AppendChained = %+v, %v", res, err)
 	}
-	if err := m.Set(ctx, "{t}:rec", []byte(`{"id":"r1","state":"dead"}`), time.Hour); err != nil {
-		t.Fatal(err)
+	res, err = m.AppendChained(ctx, []state.Link{{Log: "{t}:chain", Seq: 2, Prev: "1:x", Tail: "2:x", Entry: []byte("{}"),
+		Attach: []state.KV{{Key: "rec", Val: []byte(`{"id":"r1","state":"dead"}`)}}, TTL: time.Hour}})
+	if err != nil || !res[0].OK {
+		t.Fatalf("AppendChained = %+v, %v", res, err)
 	}
-	log, err := m.Range(ctx, "{t}:chain", 0, -1)
-	if err != nil || len(log) != 1 || string(log[0]) != `{"seq":1,"record":{"id":"r1","state":"sent"}}` {
-		t.Fatalf("chain after a write of the record's key: %q, %v", log, err)
+	c, err := m.ReadChain(ctx, "{t}:chain")
+	if err != nil || len(c.Entries) != 2 || string(c.Entries[0]) != `{"seq":1,"record":{"id":"r1","state":"sent"}}` {
+		t.Fatalf("chain after a write of the record's key: %q, %v", c.Entries, err)
 	}
-	if got, _ := m.Get(ctx, "{t}:rec"); string(got) != `{"id":"r1","state":"dead"}` {
+	if got, _ := m.Attached(ctx, "{t}:chain", "rec"); string(got) != `{"id":"r1","state":"dead"}` {
 		t.Fatalf("record = %q", got)
 	}
 }

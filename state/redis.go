@@ -36,8 +36,6 @@ type Redis struct {
 	renew     *redis.Script
 	swap      *redis.Script
 	release   *redis.Script
-	link      *redis.Script
-	linkMany  *redis.Script
 }
 
 // NewRedis builds the client cfg describes: a single node from cfg.URL,
@@ -68,8 +66,6 @@ func NewRedis(cfg config.Redis) (*Redis, error) {
 		renew:     redis.NewScript(renewScript),
 		swap:      redis.NewScript(swapScript),
 		release:   redis.NewScript(releaseScript),
-		link:      redis.NewScript(linkScript),
-		linkMany:  redis.NewScript(linkManyScript),
 	}, nil
 }
 

@@ -5,178 +5,291 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// linkScript appends ARGV[3] to KEYS[1] only if the tail at KEYS[2] equals
-// ARGV[1], then sets the tail to ARGV[2] and KEYS[3..] to ARGV[5..]; ARGV[4]
-// is the TTL in milliseconds (0: none). It returns {1} or {0, tail}.
-const linkScript = `
-local cur = redis.call('GET', KEYS[2]) or ''
-if cur ~= ARGV[1] then return {0, cur} end
-local ms = tonumber(ARGV[4])
-redis.call('RPUSH', KEYS[1], ARGV[3])
-if ms > 0 then
-  redis.call('PEXPIRE', KEYS[1], ms)
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ms)
-else
-  redis.call('SET', KEYS[2], ARGV[2])
-end
-for i = 3, #KEYS do
-  if ms > 0 then redis.call('SET', KEYS[i], ARGV[i + 2], 'PX', ms) else redis.call('SET', KEYS[i], ARGV[i + 2]) end
-end
-return {1}`
+// A chain in Redis is one hash at its key: field "e:N" holds entry N, "t:N"
+// the tail after it and "a:NAME" an attached value. A link is a few plain
+// commands in a MULTI block: HSETNX e:N, HSETNX t:N, HSET of what it
+// attaches, PEXPIRE. HSETNX of e:N is the compare-and-set: whoever claims
+// entry N first extends the chain, and as the block runs whole, the tail of
+// a link that lost the race is refused with its entry. Plain commands cost
+// Redis a fraction of what a script calling the same commands costs, and a
+// chain is one key: one hash slot, one TTL.
 
-// linkManyScript is linkScript for several links in one call, applied in
-// order, each as linkScript would: the script's own cost (a good part of a
-// link's) is paid once per batch. KEYS are each link's log, tail and set
-// keys in turn; ARGV[1] is the number of links, then per link: its number of
-// sets, prev, tail, entry, ttl in milliseconds, and its set values. It
-// returns one reply per link, as linkScript's.
-const linkManyScript = `
-local out = {}
-local k, a = 1, 2
-for l = 1, tonumber(ARGV[1]) do
-  local nsets, ms = tonumber(ARGV[a]), tonumber(ARGV[a + 4])
-  local cur = redis.call('GET', KEYS[k + 1]) or ''
-  if cur ~= ARGV[a + 1] then
-    out[l] = {0, cur}
-  else
-    redis.call('RPUSH', KEYS[k], ARGV[a + 3])
-    if ms > 0 then
-      redis.call('PEXPIRE', KEYS[k], ms)
-      redis.call('SET', KEYS[k + 1], ARGV[a + 2], 'PX', ms)
-    else
-      redis.call('SET', KEYS[k + 1], ARGV[a + 2])
-    end
-    for i = 1, nsets do
-      if ms > 0 then
-        redis.call('SET', KEYS[k + 1 + i], ARGV[a + 4 + i], 'PX', ms)
-      else
-        redis.call('SET', KEYS[k + 1 + i], ARGV[a + 4 + i])
-      end
-    end
-    out[l] = {1}
-  end
-  k, a = k + 2 + nsets, a + 5 + nsets
-end
-return out`
+// tailProbe is how many tails one read looks at to find a chain's end.
+const tailProbe = 16
 
-// AppendChained writes the links in one round trip. On a single node or
-// behind Sentinel it is one call of linkManyScript; on Cluster, where one
-// script may touch only one hash slot (a trace's), it is one linkScript per
-// link in a pipeline, which go-redis splits by node.
+// AppendChained writes the links in one MULTI block (on Cluster, go-redis
+// sends one block per hash slot, all in one round trip). A chain's second
+// link in a batch goes in a block of its own after the first has landed,
+// and so on. A refused link costs one more round trip, to learn the tail it
+// should have followed.
 func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	if _, cluster := r.client.(*redis.ClusterClient); !cluster && len(links) > 1 {
-		return r.appendMany(ctx, links)
+	out := make([]LinkResult, len(links))
+	var refused map[string]string // chain → its tail, once a link of it is refused
+	pending := make([]int, len(links))
+	for i := range pending {
+		pending[i] = i
 	}
-	// Load the script once so that the pipeline can use EVALSHA; a NOSCRIPT
-	// reply (after a restart or SCRIPT FLUSH) is retried below with EVAL.
-	cmds := make([]*redis.Cmd, len(links))
-	run := func(useEval bool) error {
-		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, l := range links {
-				keys := make([]string, 0, 2+len(l.Sets))
-				keys = append(keys, r.Key(l.Log), r.Key(tailKey(l.Log)))
-				args := make([]any, 0, 4+len(l.Sets))
-				args = append(args, l.Prev, l.Tail, l.Entry, strconv.FormatInt(millis(l.TTL), 10))
-				for _, kv := range l.Sets {
-					keys = append(keys, r.Key(kv.Key))
-					args = append(args, kv.Val)
+	for len(pending) > 0 {
+		// This round: the first pending link of each chain; the rest wait.
+		var now, later []int
+		if len(pending) == 1 {
+			now = pending
+		} else {
+			seen := make(map[string]bool, len(pending))
+			for _, i := range pending {
+				if seen[links[i].Log] {
+					later = append(later, i)
+					continue
 				}
-				if useEval {
-					cmds[i] = r.link.Eval(ctx, p, keys, args...)
-				} else {
-					cmds[i] = r.link.EvalSha(ctx, p, keys, args...)
+				seen[links[i].Log] = true
+				now = append(now, i)
+			}
+		}
+		lost, err := r.linkRound(ctx, links, now, out)
+		if err != nil {
+			return nil, err
+		}
+		if len(lost) > 0 {
+			tails, err := r.chainTails(ctx, links, lost)
+			if err != nil {
+				return nil, err
+			}
+			if refused == nil {
+				refused = make(map[string]string, len(lost))
+			}
+			for j, i := range lost {
+				if tails[j].err != nil {
+					out[i].Err = tails[j].err
+					continue
 				}
+				out[i].Tail = tails[j].tail
+				refused[links[i].Log] = tails[j].tail
+			}
+		}
+		pending = pending[:0]
+		for _, i := range later {
+			if tail, ok := refused[links[i].Log]; ok {
+				out[i] = LinkResult{Tail: tail} // follows a refused link
+				continue
+			}
+			pending = append(pending, i)
+		}
+	}
+	return out, nil
+}
+
+// linkRound sends the links at idx, one per chain, in one MULTI block,
+// fills out for those that landed or failed, and returns those that found
+// their entry taken. On Cluster, where a block may touch one hash slot only,
+// each link is a block of its own, at most clusterBlocks at a time.
+func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, out []LinkResult) (lost []int, err error) {
+	claims := make([]*redis.BoolCmd, len(idx))
+	queue := func(p redis.Pipeliner, j int) {
+		l := &links[idx[j]]
+		key := r.Key(l.Log)
+		claims[j] = p.HSetNX(ctx, key, entryField(l.Seq), l.Entry)
+		p.HSetNX(ctx, key, tailField(l.Seq), l.Tail)
+		if len(l.Attach) > 0 {
+			fv := make([]any, 0, 2*len(l.Attach))
+			for _, kv := range l.Attach {
+				fv = append(fv, attachedField(kv.Key), kv.Val)
+			}
+			p.HSet(ctx, key, fv...)
+		}
+		if l.TTL > 0 {
+			p.PExpire(ctx, key, time.Duration(millis(l.TTL))*time.Millisecond)
+		}
+	}
+	if _, cluster := r.client.(*redis.ClusterClient); cluster && len(idx) > 1 {
+		err = r.clusterBlocks(ctx, len(idx), queue)
+	} else {
+		_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for j := range idx {
+				queue(p, j)
 			}
 			return nil
 		})
-		return err
 	}
-	err := run(false)
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		err = run(true)
+	if err != nil {
+		if _, reply := errors.AsType[redis.Error](err); !reply {
+			return nil, wrapRedis("append chained", err)
+		}
 	}
-	if err != nil && !isReplyError(cmds) {
-		return nil, wrapRedis("append chained", err)
-	}
-	out := make([]LinkResult, len(links))
-	for i, c := range cmds {
-		v, err := c.Slice()
+	for j, i := range idx {
+		ok, err := claims[j].Result()
 		switch {
 		case err != nil:
 			out[i].Err = wrapRedis("append chained", err)
-		case len(v) == 1:
+		case ok:
 			out[i] = LinkResult{OK: true, Tail: links[i].Tail}
-		case len(v) == 2:
-			tail, _ := v[1].(string)
-			out[i] = LinkResult{Tail: tail}
 		default:
-			out[i].Err = fmt.Errorf("state: redis: append chained: unexpected reply %v", v)
+			lost = append(lost, i)
 		}
 	}
-	return out, nil
+	return lost, nil
 }
 
-// appendMany runs linkManyScript over links.
-func (r *Redis) appendMany(ctx context.Context, links []Link) ([]LinkResult, error) {
-	nkeys := 0
-	for _, l := range links {
-		nkeys += 2 + len(l.Sets)
+// clusterBlocks is how many MULTI blocks a Cluster batch has in flight.
+const clusterBlocks = 8
+
+// clusterBlocks runs n blocks, each queued by queue, concurrently. It
+// returns the first error that is not a Redis reply: the replies are read
+// per link.
+func (r *Redis) clusterBlocks(ctx context.Context, n int, queue func(redis.Pipeliner, int)) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, clusterBlocks)
+	for j := 0; j < n; j++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				queue(p, j)
+				return nil
+			})
+			if _, reply := errors.AsType[redis.Error](err); err != nil && !reply {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
 	}
-	keys := make([]string, 0, nkeys)
-	args := make([]any, 0, 1+nkeys+3*len(links))
-	args = append(args, len(links))
-	for _, l := range links {
-		keys = append(keys, r.Key(l.Log), r.Key(tailKey(l.Log)))
-		args = append(args, len(l.Sets), l.Prev, l.Tail, l.Entry, millis(l.TTL))
-		for _, kv := range l.Sets {
-			keys = append(keys, r.Key(kv.Key))
-			args = append(args, kv.Val)
-		}
-	}
-	v, err := r.linkMany.Run(ctx, r.client, keys, args...).Slice()
-	if err != nil {
-		return nil, wrapRedis("append chained", err)
-	}
-	if len(v) != len(links) {
-		return nil, fmt.Errorf("state: redis: append chained: %d replies for %d links", len(v), len(links))
-	}
-	out := make([]LinkResult, len(links))
-	for i, reply := range v {
-		res, _ := reply.([]any)
-		switch {
-		case len(res) == 1:
-			out[i] = LinkResult{OK: true, Tail: links[i].Tail}
-		case len(res) == 2:
-			tail, _ := res[1].(string)
-			out[i] = LinkResult{Tail: tail}
-		default:
-			out[i].Err = fmt.Errorf("state: redis: append chained: unexpected reply %v", reply)
-		}
-	}
-	return out, nil
+	wg.Wait()
+	return first
 }
 
-// isReplyError reports whether every failed command failed with a Redis
-// error reply (per-link) rather than the connection (whole pipeline).
-func isReplyError(cmds []*redis.Cmd) bool {
-	for _, c := range cmds {
-		if c == nil {
-			return false
+type learnedTail struct {
+	tail string
+	err  error
+}
+
+// chainTails finds the current tail of each chain whose link at idx found
+// its entry taken: the tail of its last entry, at or after the taken one.
+// Entries are consecutive, so one HMGET of the next tailProbe tails finds
+// it unless the chain grew further meanwhile.
+func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]learnedTail, error) {
+	out := make([]learnedTail, len(idx))
+	from := make([]int64, len(idx))
+	todo := make([]int, len(idx))
+	for j, i := range idx {
+		from[j], todo[j] = links[i].Seq, j
+	}
+	for len(todo) > 0 {
+		cmds := make([]*redis.SliceCmd, len(todo))
+		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for n, j := range todo {
+				fields := make([]string, tailProbe)
+				for k := range fields {
+					fields[k] = tailField(from[j] + int64(k))
+				}
+				cmds[n] = p.HMGet(ctx, r.Key(links[idx[j]].Log), fields...)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, wrapRedis("append chained: reading a tail", err)
 		}
-		if err := c.Err(); err != nil {
-			if _, ok := err.(redis.Error); !ok {
-				return false
+		next := todo[:0]
+		for n, j := range todo {
+			vals := cmds[n].Val()
+			last := -1
+			for k, v := range vals {
+				if v == nil {
+					break
+				}
+				last = k
+			}
+			switch {
+			case last < 0:
+				out[j].err = fmt.Errorf("state: redis: append chained: chain %s has entry %d without its tail: it was edited outside Baton",
+					links[idx[j]].Log, from[j])
+			case last == len(vals)-1:
+				from[j] += int64(len(vals)) - 1 // the chain goes on: look further
+				next = append(next, j)
+			default:
+				out[j].tail, _ = vals[last].(string)
 			}
 		}
+		todo = next
 	}
-	return true
+	return out, nil
+}
+
+// ReadChain reads the hash's field names, then its entries and last tail.
+func (r *Redis) ReadChain(ctx context.Context, log string) (Chain, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	key := r.Key(log)
+	names, err := r.client.HKeys(ctx, key).Result()
+	if err != nil {
+		return Chain{}, wrapRedis("read chain", err)
+	}
+	var last, lastTail int64
+	for _, f := range names {
+		kind, n, ok := strings.Cut(f, ":")
+		if !ok {
+			continue
+		}
+		seq, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || seq < 1 {
+			continue
+		}
+		switch kind {
+		case "e":
+			last = max(last, seq)
+		case "t":
+			lastTail = max(lastTail, seq)
+		}
+	}
+	if last == 0 && lastTail == 0 {
+		return Chain{Entries: [][]byte{}}, nil
+	}
+	fields := make([]string, 0, last+1)
+	for seq := int64(1); seq <= last; seq++ {
+		fields = append(fields, entryField(seq))
+	}
+	fields = append(fields, tailField(lastTail))
+	vals, err := r.client.HMGet(ctx, key, fields...).Result()
+	if err != nil {
+		return Chain{}, wrapRedis("read chain", err)
+	}
+	c := Chain{Entries: make([][]byte, 0, last)}
+	for _, v := range vals[:last] {
+		if s, ok := v.(string); ok { // a missing entry is left out: Verify sees the gap
+			c.Entries = append(c.Entries, []byte(s))
+		}
+	}
+	c.Tail, _ = vals[last].(string)
+	return c, nil
+}
+
+// Attached reads one attached value.
+func (r *Redis) Attached(ctx context.Context, log, name string) ([]byte, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	v, err := r.client.HGet(ctx, r.Key(log), attachedField(name)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, wrapRedis("attached", err)
+	}
+	return v, nil
 }
 
 // ClaimMany sends every claim (SET NX PX GET) in one pipeline: one round

@@ -52,10 +52,17 @@ type Store interface {
 	IndexRemove(ctx context.Context, key, member string) error
 	// IndexCount returns the number of members in the index at key (0 when absent).
 	IndexCount(ctx context.Context, key string) (int64, error)
-	// AppendChained applies links, each atomically (see Link); the whole
-	// batch costs one round trip. The error is for the batch; per-link
-	// failures are in the results.
+	// AppendChained applies links in order, each atomically (see Link). A
+	// batch with one link per chain costs one round trip; each further link
+	// of one chain in the batch costs Redis one more. The error is for the
+	// batch; per-link failures are in the results.
 	AppendChained(ctx context.Context, links []Link) ([]LinkResult, error)
+	// ReadChain returns the chain at log: its entries in order and its
+	// tail. An absent chain is empty.
+	ReadChain(ctx context.Context, log string) (Chain, error)
+	// Attached returns the value a link attached to the chain at log under
+	// name, or ErrNotFound.
+	Attached(ctx context.Context, log, name string) ([]byte, error)
 	// ClaimMany applies several claims as Claim does, in one round trip
 	// (each claim atomic on its own, not the batch).
 	ClaimMany(ctx context.Context, ops []ClaimOp) ([]ClaimResult, error)

@@ -19,8 +19,8 @@ import (
 // Store is what a Book needs of the state store.
 type Store interface {
 	AppendChained(ctx context.Context, links []state.Link) ([]state.LinkResult, error)
-	Get(ctx context.Context, key string) ([]byte, error)
-	Range(ctx context.Context, key string, start, stop int64) ([][]byte, error)
+	ReadChain(ctx context.Context, log string) (state.Chain, error)
+	Attached(ctx context.Context, log, name string) ([]byte, error)
 	IndexAdd(ctx context.Context, key, member string, score float64, ttl time.Duration) error
 	IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]state.Scored, error)
 	IndexRemove(ctx context.Context, key, member string) error
@@ -41,9 +41,10 @@ type Book struct {
 	retention time.Duration
 	log       *slog.Logger
 
-	tails tailCache
-	queue chan queued
-	done  chan struct{}
+	tails  tailCache
+	queue  chan queued
+	done   chan struct{}
+	linger time.Duration
 
 	mu     sync.RWMutex // guards closed against sends on the closed queue
 	closed bool
@@ -64,7 +65,8 @@ const (
 // and reads find nothing.
 func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
 	b := &Book{store: store, retention: retention, log: log,
-		tails: tailCache{m: map[string]string{}}, queue: make(chan queued, queueSize), done: make(chan struct{})}
+		tails: tailCache{m: map[string]string{}}, queue: make(chan queued, queueSize), done: make(chan struct{}),
+		linger: linger}
 	go b.flusher()
 	return b
 }
@@ -154,24 +156,20 @@ func (b *Book) Close() {
 	<-b.done
 }
 
+// linger is how long the flusher holds a batch that nobody waits on
+// (outcomes and receipts) for more records, so that one round trip carries
+// many: at a few thousand handoffs a second, tens of records instead of one
+// or two. A record someone waits on (Write) flushes the batch at once.
+const linger = 5 * time.Millisecond
+
 func (b *Book) flusher() {
 	defer close(b.done)
 	items := make([]queued, 0, flushBatch)
 	batch := make([]*Record, 0, flushBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for q := range b.queue {
-		items = append(items[:0], q)
-	more:
-		for len(items) < flushBatch {
-			select {
-			case q, ok := <-b.queue:
-				if !ok {
-					break more
-				}
-				items = append(items, q)
-			default:
-				break more
-			}
-		}
+		items = b.collect(append(items[:0], q), timer)
 		batch = batch[:0]
 		for i := range items {
 			batch = append(batch, &items[i].rec)
@@ -188,6 +186,44 @@ func (b *Book) flusher() {
 			}
 		}
 	}
+}
+
+// collect adds to items (which holds the batch's first record) what is
+// queued, up to flushBatch. While no record in the batch has a writer
+// waiting on it, it waits up to the book's linger for more.
+func (b *Book) collect(items []queued, timer *time.Timer) []queued {
+	waited := items[0].done != nil
+	var lingering <-chan time.Time
+	if !waited && b.linger > 0 {
+		timer.Reset(b.linger)
+		defer timer.Stop()
+		lingering = timer.C
+	}
+	for len(items) < flushBatch {
+		if waited || lingering == nil {
+			select {
+			case q, ok := <-b.queue:
+				if !ok {
+					return items
+				}
+				items = append(items, q)
+			default:
+				return items
+			}
+			continue
+		}
+		select {
+		case q, ok := <-b.queue:
+			if !ok {
+				return items
+			}
+			items = append(items, q)
+			waited = q.done != nil
+		case <-lingering:
+			lingering = nil
+		}
+	}
+	return items
 }
 
 // lost logs records the store refused, with what identifies the request, so
@@ -226,14 +262,15 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 				tail = b.tails.get(r.TraceID)
 			}
 			// The record lives in its trace's chain, without the checkpoint;
-			// the checkpoint has a key of its own, written once.
-			entry, next := encodeEntry(tail, r, now)
-			var sets []state.KV
+			// the checkpoint is attached to the chain, written once.
+			entry, seq, next := encodeEntry(tail, r, now)
+			var attach []state.KV
 			if r.Request != nil && !r.checkpointed {
 				cp := r.Request.AppendJSON(make([]byte, 0, 256+len(r.Request.Body)*4/3))
-				sets = []state.KV{{Key: checkpointKey(r.ID), Val: cp}}
+				attach = []state.KV{{Key: checkpointName(r.ID), Val: cp}}
 			}
-			links[i] = state.Link{Log: chainKey(r.TraceID), Prev: tail, Tail: next, Entry: entry, Sets: sets, TTL: b.retention}
+			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Prev: tail, Tail: next, Entry: entry,
+				Attach: attach, TTL: b.retention}
 			assumed[r.TraceID] = next
 		}
 		res, err := b.store.AppendChained(ctx, links)
@@ -272,19 +309,20 @@ func (b *Book) Get(ctx context.Context, id string) (*Record, error) {
 		return nil, ErrNotFound
 	}
 	// A record's latest state is its last snapshot in its trace's chain.
-	entries, err := b.store.Range(ctx, chainKey(TraceOf(id)), 0, -1)
+	log := chainKey(TraceOf(id))
+	c, err := b.store.ReadChain(ctx, log)
 	if err != nil {
 		return nil, fmt.Errorf("record: reading %s: %w", id, err)
 	}
 	var r Record
 	found := false
 	marker := []byte(`"id":"` + id + `"`)
-	for i := len(entries) - 1; i >= 0 && !found; i-- {
-		if !bytes.Contains(entries[i], marker) {
+	for i := len(c.Entries) - 1; i >= 0 && !found; i-- {
+		if !bytes.Contains(c.Entries[i], marker) {
 			continue
 		}
 		var e Entry
-		if json.Unmarshal(entries[i], &e) == nil && e.Record.ID == id {
+		if json.Unmarshal(c.Entries[i], &e) == nil && e.Record.ID == id {
 			r, found = e.Record, true
 		}
 	}
@@ -292,7 +330,7 @@ func (b *Book) Get(ctx context.Context, id string) (*Record, error) {
 		return nil, ErrNotFound
 	}
 	if r.Side == Egress {
-		cp, err := b.store.Get(ctx, checkpointKey(id))
+		cp, err := b.store.Attached(ctx, log, checkpointName(id))
 		switch {
 		case err == nil:
 			r.Request = &Request{}
@@ -320,16 +358,11 @@ func (b *Book) Trace(ctx context.Context, traceID string) (*Trace, error) {
 	if b.store == nil {
 		return &Trace{TraceID: traceID}, nil
 	}
-	entries, err := b.store.Range(ctx, chainKey(traceID), 0, -1)
+	c, err := b.store.ReadChain(ctx, chainKey(traceID))
 	if err != nil {
 		return nil, fmt.Errorf("record: reading trace %s: %w", traceID, err)
 	}
-	tail := ""
-	if v, err := b.store.Get(ctx, chainKey(traceID)+":tail"); err == nil {
-		tail = string(v)
-	} else if !errors.Is(err, state.ErrNotFound) {
-		return nil, fmt.Errorf("record: reading trace %s: %w", traceID, err)
-	}
+	entries, tail := c.Entries, c.Tail
 	latest := map[string]Record{}
 	for _, e := range Decode(entries) {
 		latest[e.Record.ID] = e.Record

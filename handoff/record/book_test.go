@@ -171,3 +171,103 @@ func TestConcurrentWritersOneTrace(t *testing.T) {
 		}
 	})
 }
+
+// Edits made in Redis itself, behind Baton's back, show in Verify: an entry
+// changed, and the last entry deleted (its tail stays in the chain's hash).
+func TestVerifyDetectsTamperingInRedis(t *testing.T) {
+	t.Parallel()
+	s, err := state.NewRedis(config.Redis{URL: redistest.Shared(t), Prefix: "test:tamper" + time.Now().Format("150405.000000000") + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	b := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+	for i := 0; i < 3; i++ {
+		if err := b.Write(ctx, newRecord("b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	verify := func() error {
+		t.Helper()
+		tr, err := b.Trace(ctx, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return record.Verify(tr.Entries, tr.Tail)
+	}
+	if err := verify(); err != nil {
+		t.Fatalf("intact chain: %v", err)
+	}
+	key := s.Key("{" + trace + "}:records")
+	rdb := s.Client()
+	e2, err := rdb.HGet(ctx, key, "e:2").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.HSet(ctx, key, "e:2", strings.Replace(e2, `"to":"b"`, `"to":"x"`, 1))
+	if err := verify(); err == nil || !strings.Contains(err.Error(), "does not follow entry 2") {
+		t.Errorf("edited entry: Verify = %v", err)
+	}
+	rdb.HSet(ctx, key, "e:2", e2)
+	rdb.HDel(ctx, key, "e:3")
+	if err := verify(); err == nil || !strings.Contains(err.Error(), "its tail is") {
+		t.Errorf("deleted last entry: Verify = %v", err)
+	}
+}
+
+// countingStore counts AppendChained calls (round trips) and the links in
+// them.
+type countingStore struct {
+	state.Store
+	mu           sync.Mutex
+	calls, links int
+}
+
+func (c *countingStore) AppendChained(ctx context.Context, links []state.Link) ([]state.LinkResult, error) {
+	c.mu.Lock()
+	c.calls++
+	c.links += len(links)
+	c.mu.Unlock()
+	return c.Store.AppendChained(ctx, links)
+}
+
+func (c *countingStore) counts() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls, c.links
+}
+
+// Records nobody waits on linger to share a round trip; a record a writer
+// waits on takes them along at once, and Close flushes them.
+func TestBookBatchesWhatNobodyWaitsOn(t *testing.T) {
+	t.Parallel()
+	mem := state.NewMemory(config.Memory{})
+	defer mem.Close()
+	s := &countingStore{Store: mem}
+	b := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+	record.SetLinger(b, time.Hour) // longer than the test's deadline: only a waiting writer or Close flushes
+	for range 20 {
+		b.WriteLater(newRecord("b"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Write(ctx, newRecord("c")); err != nil {
+		t.Fatalf("a waiting writer was held by the linger: %v", err)
+	}
+	if calls, links := s.counts(); calls != 1 || links != 21 {
+		t.Errorf("after Write: %d round trips for %d links, want 1 for 21", calls, links)
+	}
+	for range 5 {
+		b.WriteLater(newRecord("d"))
+	}
+	b.Close()
+	if calls, links := s.counts(); calls != 2 || links != 26 {
+		t.Errorf("after Close: %d round trips for %d links, want 2 for 26", calls, links)
+	}
+	tr, err := b.Trace(ctx, trace)
+	if err != nil || len(tr.Entries) != 26 || record.Verify(tr.Entries, tr.Tail) != nil {
+		t.Fatalf("trace: %d entries, %v, verify %v", len(tr.Entries), err, record.Verify(tr.Entries, tr.Tail))
+	}
+}

@@ -24,9 +24,9 @@ type Entry struct {
 }
 
 // encodeEntry returns the stored bytes of the entry after tail for r
-// (encoded without its checkpoint), and the new tail. The bytes are those
-// json.Marshal(Entry{...}) gives.
-func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, next string) {
+// (encoded without its checkpoint), its number, and the new tail. The bytes
+// are those json.Marshal(Entry{...}) gives.
+func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, seqNo int, next string) {
 	seq, prev := parseTail(tail)
 	b := make([]byte, 0, 1024)
 	b = append(b, `{"seq":`...)
@@ -45,7 +45,7 @@ func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, next stri
 	t := strconv.AppendInt(tailBuf[:0], int64(seq+1), 10)
 	t = append(t, ':')
 	t = hex.AppendEncode(t, sum[:])
-	return b, string(t)
+	return b, seq + 1, string(t)
 }
 
 // parseTail splits "seq:digest"; an empty tail is seq 0 with no digest.

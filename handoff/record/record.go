@@ -137,9 +137,10 @@ func isHex(s string) bool {
 	return true
 }
 
-// Keys of one trace share the Redis Cluster hash tag {trace id}.
-func chainKey(traceID string) string { return "{" + traceID + "}:chain" }
-func checkpointKey(id string) string { return "{" + TraceOf(id) + "}:cp:" + id }
+// A trace's records are one chain under the Redis Cluster hash tag {trace
+// id}; each delegation record's checkpoint is attached to it by name.
+func chainKey(traceID string) string  { return "{" + traceID + "}:records" }
+func checkpointName(id string) string { return "cp:" + id }
 
 // Dead-letter indexes: all dead letters, and those of one edge.
 const dlqKey = "dlq"

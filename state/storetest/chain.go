@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"context"
+	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,17 +13,22 @@ import (
 
 func chainCases() []testCase {
 	return []testCase{
-		{"AppendChained/links and sets", testChainLinks},
-		{"AppendChained/stale prev returns the tail", testChainStale},
-		{"AppendChained/batch of independent logs", testChainBatch},
-		{"AppendChained/batch with sets, with and without ttl", testChainBatchSets},
+		{"AppendChained/links and attachments", testChainLinks},
+		{"AppendChained/a stale link learns the tail", testChainStale},
+		{"AppendChained/a stale link learns a tail far ahead", testChainFarAhead},
+		{"AppendChained/batch of several chains", testChainBatch},
+		{"AppendChained/ttl", testChainTTL},
 		{"AppendChained/concurrent writers keep one chain", testChainConcurrent},
+		{"ReadChain/absent chain", testChainAbsent},
 		{"ClaimMany", testClaimMany},
 	}
 }
 
 // chainKey puts a test's keys under one hash tag, as callers must.
 func chainKey(t *testing.T, name string) string { return "{" + t.Name() + "}:" + name }
+
+// tailOf names entry seq of a test chain as callers do, "seq:digest".
+func tailOf(seq int, id string) string { return strconv.Itoa(seq) + ":" + id }
 
 func link1(t *testing.T, s state.Store, l state.Link) state.LinkResult {
 	t.Helper()
@@ -32,76 +40,146 @@ func link1(t *testing.T, s state.Store, l state.Link) state.LinkResult {
 	return res[0]
 }
 
+// grow appends n entries to the chain at log, from its empty state.
+func grow(t *testing.T, s state.Store, log string, n int) {
+	t.Helper()
+	prev := ""
+	for seq := 1; seq <= n; seq++ {
+		tail := tailOf(seq, "x")
+		if r := link1(t, s, state.Link{Log: log, Seq: int64(seq), Prev: prev, Tail: tail,
+			Entry: []byte("x" + strconv.Itoa(seq)), TTL: long}); !r.OK {
+			t.Fatalf("link %d: %+v", seq, r)
+		}
+		prev = tail
+	}
+}
+
+func wantChain(t *testing.T, s state.Store, log string, entries []string, tail string) {
+	t.Helper()
+	c, err := s.ReadChain(t.Context(), log)
+	must(t, "ReadChain", err)
+	got := make([]string, len(c.Entries))
+	for i, e := range c.Entries {
+		got[i] = string(e)
+	}
+	if strings.Join(got, ",") != strings.Join(entries, ",") || len(got) != len(entries) || c.Tail != tail {
+		t.Fatalf("chain %s = %q with tail %q, want %q with tail %q", log, got, c.Tail, entries, tail)
+	}
+}
+
+func wantAttached(t *testing.T, s state.Store, log, name, want string) {
+	t.Helper()
+	got, err := s.Attached(t.Context(), log, name)
+	if want == "" {
+		if !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("Attached(%s) = %q, %v; want ErrNotFound", name, got, err)
+		}
+		return
+	}
+	must(t, "Attached "+name, err)
+	if string(got) != want {
+		t.Fatalf("Attached(%s) = %q, want %q", name, got, want)
+	}
+}
+
 func testChainLinks(t *testing.T, s state.Store) {
-	log, rec := chainKey(t, "log"), chainKey(t, "rec")
-	r := link1(t, s, state.Link{Log: log, Prev: "", Tail: "1:a", Entry: []byte("e1"),
-		Sets: []state.KV{{Key: rec, Val: []byte("v1")}}, TTL: long})
+	log := chainKey(t, "log")
+	r := link1(t, s, state.Link{Log: log, Seq: 1, Prev: "", Tail: "1:a", Entry: []byte("e1"),
+		Attach: []state.KV{{Key: "cp:r1", Val: []byte("v1")}}, TTL: long})
 	if !r.OK || r.Err != nil || r.Tail != "1:a" {
 		t.Fatalf("first link: %+v", r)
 	}
-	r = link1(t, s, state.Link{Log: log, Prev: "1:a", Tail: "2:b", Entry: []byte("e2"),
-		Sets: []state.KV{{Key: rec, Val: []byte("v2")}}, TTL: long})
+	r = link1(t, s, state.Link{Log: log, Seq: 2, Prev: "1:a", Tail: "2:b", Entry: []byte("e2"),
+		Attach: []state.KV{{Key: "cp:r2", Val: []byte("v2")}, {Key: "cp:r1", Val: []byte("v1'")}}, TTL: long})
 	if !r.OK {
 		t.Fatalf("second link: %+v", r)
 	}
-	wantLog(t, s, log, 0, -1, []string{"e1", "e2"})
-	wantValue(t, s, rec, []byte("v2"))
-	wantValue(t, s, log+":tail", []byte("2:b"))
+	wantChain(t, s, log, []string{"e1", "e2"}, "2:b")
+	wantAttached(t, s, log, "cp:r1", "v1'")
+	wantAttached(t, s, log, "cp:r2", "v2")
+	wantAttached(t, s, log, "cp:r3", "")
 }
 
 func testChainStale(t *testing.T, s state.Store) {
 	log := chainKey(t, "log")
-	link1(t, s, state.Link{Log: log, Prev: "", Tail: "1:a", Entry: []byte("e1"), TTL: long})
-	rec := chainKey(t, "rec")
-	r := link1(t, s, state.Link{Log: log, Prev: "", Tail: "1:x", Entry: []byte("other"),
-		Sets: []state.KV{{Key: rec, Val: []byte("no")}}, TTL: long})
-	if r.OK || r.Tail != "1:a" {
-		t.Fatalf("stale prev: %+v, want not OK with tail 1:a", r)
+	link1(t, s, state.Link{Log: log, Seq: 1, Prev: "", Tail: "1:a", Entry: []byte("e1"), TTL: long})
+	r := link1(t, s, state.Link{Log: log, Seq: 1, Prev: "", Tail: "1:x", Entry: []byte("other"), TTL: long})
+	if r.OK || r.Err != nil || r.Tail != "1:a" {
+		t.Fatalf("stale link: %+v, want not OK with tail 1:a", r)
 	}
-	wantLog(t, s, log, 0, -1, []string{"e1"})
-	if _, err := s.Get(t.Context(), rec); err != state.ErrNotFound {
-		t.Errorf("a refused link wrote its sets: %v", err)
+	wantChain(t, s, log, []string{"e1"}, "1:a")
+	// Built on the tail it learned, it lands.
+	if r := link1(t, s, state.Link{Log: log, Seq: 2, Prev: r.Tail, Tail: "2:x", Entry: []byte("other"), TTL: long}); !r.OK {
+		t.Fatalf("relinked: %+v", r)
+	}
+	wantChain(t, s, log, []string{"e1", "other"}, "2:x")
+}
+
+func testChainFarAhead(t *testing.T, s state.Store) {
+	log := chainKey(t, "log")
+	grow(t, s, log, 40) // more than one read of tails (Redis reads 16 at a time)
+	r := link1(t, s, state.Link{Log: log, Seq: 2, Prev: tailOf(1, "x"), Tail: "2:y", Entry: []byte("late"), TTL: long})
+	if r.OK || r.Err != nil || r.Tail != tailOf(40, "x") {
+		t.Fatalf("link 38 entries behind: %+v, want the tail %s", r, tailOf(40, "x"))
 	}
 }
 
 func testChainBatch(t *testing.T, s state.Store) {
-	a, b := chainKey(t, "a"), "{"+t.Name()+"-b}:b"
+	a, b, c := chainKey(t, "a"), "{"+t.Name()+"-b}:b", "{"+t.Name()+"-c}:c"
+	link1(t, s, state.Link{Log: b, Seq: 1, Prev: "", Tail: "1:b", Entry: []byte("b1"), TTL: long})
 	res, err := s.AppendChained(t.Context(), []state.Link{
-		{Log: a, Prev: "", Tail: "1:a", Entry: []byte("a1"), TTL: long},
-		{Log: b, Prev: "wrong", Tail: "1:b", Entry: []byte("b1"), TTL: long},
-		{Log: a, Prev: "1:a", Tail: "2:a", Entry: []byte("a2"), TTL: long},
+		{Log: a, Seq: 1, Prev: "", Tail: "1:a", Entry: []byte("a1"), TTL: long,
+			Attach: []state.KV{{Key: "cp:a1", Val: []byte("cpa1")}}},
+		{Log: b, Seq: 1, Prev: "", Tail: "1:x", Entry: []byte("stale"), TTL: long},
+		{Log: a, Seq: 2, Prev: "1:a", Tail: "2:a", Entry: []byte("a2"), TTL: long},
+		{Log: b, Seq: 2, Prev: "1:x", Tail: "2:x", Entry: []byte("after the stale one"), TTL: long},
+		{Log: c, Seq: 1, Prev: "", Tail: "1:c", Entry: []byte("c1")},
+		{Log: a, Seq: 3, Prev: "2:a", Tail: "3:a", Entry: []byte("a3"), TTL: long,
+			Attach: []state.KV{{Key: "cp:a3", Val: []byte("cpa3")}}},
 	})
 	must(t, "AppendChained", err)
-	if !res[0].OK || res[1].OK || res[1].Tail != "" || !res[2].OK {
-		t.Fatalf("batch results %+v", res)
+	if len(res) != 6 {
+		t.Fatalf("%d results for 6 links", len(res))
 	}
-	wantLog(t, s, a, 0, -1, []string{"a1", "a2"})
-	wantLog(t, s, b, 0, -1, []string{})
-}
-
-func testChainBatchSets(t *testing.T, s state.Store) {
-	a, b := chainKey(t, "a"), "{"+t.Name()+"-b}:b"
-	recA, cpA, recB := a+":rec", a+":cp", b+":rec"
-	res, err := s.AppendChained(t.Context(), []state.Link{
-		{Log: a, Prev: "", Tail: "1:a", Entry: []byte("a1"), TTL: long,
-			Sets: []state.KV{{Key: recA, Val: []byte("ra1")}, {Key: cpA, Val: []byte("cp")}}},
-		{Log: b, Prev: "", Tail: "1:b", Entry: []byte("b1"), Sets: []state.KV{{Key: recB, Val: []byte("rb1")}}},
-		{Log: a, Prev: "1:a", Tail: "2:a", Entry: []byte("a2"), TTL: long, Sets: []state.KV{{Key: recA, Val: []byte("ra2")}}},
-		{Log: b, Prev: "stale", Tail: "2:b", Entry: []byte("b2"), Sets: []state.KV{{Key: recB, Val: []byte("lost")}}},
-	})
-	must(t, "AppendChained", err)
-	if len(res) != 4 || !res[0].OK || !res[1].OK || !res[2].OK || res[3].OK || res[3].Tail != "1:b" {
-		t.Fatalf("batch results %+v", res)
-	}
-	wantLog(t, s, a, 0, -1, []string{"a1", "a2"})
-	wantLog(t, s, b, 0, -1, []string{"b1"})
-	for k, want := range map[string]string{recA: "ra2", cpA: "cp", recB: "rb1"} {
-		got, err := s.Get(t.Context(), k)
-		must(t, "Get "+k, err)
-		if string(got) != want {
-			t.Fatalf("%s = %q, want %q", k, got, want)
+	for i, want := range []state.LinkResult{{OK: true, Tail: "1:a"}, {Tail: "1:b"}, {OK: true, Tail: "2:a"},
+		{Tail: "1:b"}, {OK: true, Tail: "1:c"}, {OK: true, Tail: "3:a"}} {
+		if res[i] != want {
+			t.Errorf("link %d: %+v, want %+v", i, res[i], want)
 		}
 	}
+	wantChain(t, s, a, []string{"a1", "a2", "a3"}, "3:a")
+	wantChain(t, s, b, []string{"b1"}, "1:b")
+	wantChain(t, s, c, []string{"c1"}, "1:c")
+	wantAttached(t, s, a, "cp:a1", "cpa1")
+	wantAttached(t, s, a, "cp:a3", "cpa3")
+}
+
+func testChainTTL(t *testing.T, s state.Store) {
+	// A later link refreshes the TTL of the whole chain, attachments included.
+	log := chainKey(t, "log")
+	link1(t, s, state.Link{Log: log, Seq: 1, Tail: "1:a", Entry: []byte("e1"), TTL: short,
+		Attach: []state.KV{{Key: "cp", Val: []byte("v")}}})
+	link1(t, s, state.Link{Log: log, Seq: 2, Prev: "1:a", Tail: "2:b", Entry: []byte("e2"), TTL: long})
+	outlive(t, s)
+	wantChain(t, s, log, []string{"e1", "e2"}, "2:b")
+	wantAttached(t, s, log, "cp", "v")
+
+	gone := chainKey(t, "gone")
+	link1(t, s, state.Link{Log: gone, Seq: 1, Tail: "1:a", Entry: []byte("e1"), TTL: short,
+		Attach: []state.KV{{Key: "cp", Val: []byte("v")}}})
+	eventually(t, "waiting for the chain to expire", func(ctx context.Context) (bool, error) {
+		c, err := s.ReadChain(ctx, gone)
+		if err != nil {
+			return false, err
+		}
+		_, aerr := s.Attached(ctx, gone, "cp")
+		return len(c.Entries) == 0 && c.Tail == "" && errors.Is(aerr, state.ErrNotFound), nil
+	})
+}
+
+func testChainAbsent(t *testing.T, s state.Store) {
+	wantChain(t, s, chainKey(t, "none"), []string{}, "")
+	wantAttached(t, s, chainKey(t, "none"), "cp", "")
 }
 
 func testChainConcurrent(t *testing.T, s state.Store) {
@@ -112,46 +190,42 @@ func testChainConcurrent(t *testing.T, s state.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prev, n := "", 0
+			prev, seq, n := "", 0, 0
 			for n < each {
-				tail := strconv.Itoa(w) + "-" + strconv.Itoa(n)
-				r := link1(t, s, state.Link{Log: log, Prev: prev, Tail: tail, Entry: []byte(prev + ">" + tail), TTL: long})
-				if r.Err != nil {
+				tail := tailOf(seq+1, strconv.Itoa(w)+"-"+strconv.Itoa(n))
+				r := link1(t, s, state.Link{Log: log, Seq: int64(seq + 1), Prev: prev, Tail: tail,
+					Entry: []byte(prev + ">" + tail), TTL: long})
+				switch {
+				case r.Err != nil:
 					t.Error(r.Err)
 					return
-				}
-				if r.OK {
-					prev, n = tail, n+1
-				} else {
-					prev = r.Tail // someone else linked: build on theirs
+				case r.OK:
+					prev, seq, n = tail, seq+1, n+1
+				default: // someone else linked: build on theirs
+					prev = r.Tail
+					seq, _ = strconv.Atoi(prev[:strings.IndexByte(prev, ':')])
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	entries, err := s.Range(t.Context(), log, 0, -1)
-	must(t, "Range", err)
-	if len(entries) != writers*each {
-		t.Fatalf("%d entries, want %d", len(entries), writers*each)
+	c, err := s.ReadChain(t.Context(), log)
+	must(t, "ReadChain", err)
+	if len(c.Entries) != writers*each {
+		t.Fatalf("%d entries, want %d", len(c.Entries), writers*each)
 	}
 	// Every entry names the previous entry's tail: one unbroken chain.
 	prev := ""
-	for i, e := range entries {
-		p, tail, ok := cut(string(e))
+	for i, e := range c.Entries {
+		p, tail, ok := strings.Cut(string(e), ">")
 		if !ok || p != prev {
 			t.Fatalf("entry %d %q does not follow %q", i, e, prev)
 		}
 		prev = tail
 	}
-}
-
-func cut(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '>' {
-			return s[:i], s[i+1:], true
-		}
+	if c.Tail != prev {
+		t.Fatalf("tail %q, want %q", c.Tail, prev)
 	}
-	return "", "", false
 }
 
 func testClaimMany(t *testing.T, s state.Store) {
