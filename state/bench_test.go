@@ -1,7 +1,9 @@
 package state_test
 
 import (
+	"crypto/rand"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,4 +93,60 @@ func BenchmarkMemoryAppendChained(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// BenchmarkRedisAppendChained writes handoff records' chain entries to the
+// shared Redis as record.Book does: new traces, a 700-byte entry, and a
+// 1100-byte checkpoint on every other link (the delegation record's). It
+// reports Redis's own CPU per link (INFO's used_cpu_sys + used_cpu_user),
+// which is what a Baton's records cost the Redis it shares.
+func BenchmarkRedisAppendChained(b *testing.B) {
+	url := redistest.Shared(b)
+	r := newRedis(b, config.Redis{URL: url, Prefix: testPrefix(b, url)})
+	entry := make([]byte, 700)
+	cp := make([]byte, 1100)
+	for _, batch := range []int{1, 16} {
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
+			links := make([]state.Link, batch)
+			run := rand.Text()[:8]
+			n := 0
+			cpu0 := redisCPU(b, r)
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range links {
+					n++
+					links[i] = state.Link{Log: "{" + run + strconv.Itoa(n) + "}:records", Seq: 1, Tail: "1:abc", Entry: entry, TTL: time.Minute}
+					if n%2 == 0 {
+						links[i].Attach = []state.KV{{Key: "cp:x", Val: cp}}
+					}
+				}
+				res, err := r.AppendChained(b.Context(), links)
+				if err != nil || !res[0].OK {
+					b.Fatalf("AppendChained = %+v, %v", res, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/link")
+			b.ReportMetric((redisCPU(b, r)-cpu0)*1e6/float64(n), "redis-µs/link")
+		})
+	}
+}
+
+// redisCPU returns the CPU seconds the Redis server has used.
+func redisCPU(b *testing.B, r *state.Redis) float64 {
+	info, err := r.Client().Info(b.Context(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %s: %v", line, err)
+			}
+			sum += f
+		}
+	}
+	return sum
 }
