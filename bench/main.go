@@ -8,12 +8,14 @@
 // records cost), and through nginx (the C floor). For every row it reports
 // throughput, latency, the proxy's CPU time per request and its memory, so
 // that Baton's overhead is read against the best a Go proxy can do, not
-// against nothing.
+// against nothing. With -repeat N it measures every row N times, in N
+// rounds of all the rows, and reports each ratio's median over the rounds.
 //
 // Usage:
 //
 //	go run ./bench [-c 64] [-d 10s] [-t 2] [-body-bytes 512] [-quick]
 //	               [-markdown] [-json FILE] [-rows direct,go-floor,...]
+//	               [-repeat N]
 //
 // The agent and the Go floor run as separate processes (this binary re-run
 // with the hidden subcommands "agent" and "floor") so that each process's
@@ -95,6 +97,7 @@ type options struct {
 	batonLog  string
 	waitQuiet time.Duration
 	rows      map[string]bool
+	repeat    int
 	keep      bool
 }
 
@@ -115,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.batonLog, "baton-log-level", "", "set log_level in the generated Baton configs (default: Baton's own, which logs every handoff at info)")
 	fs.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before each row, wait up to this long for other processes to leave the machine under 10% busy (for shared machines)")
 	fs.StringVar(&rows, "rows", strings.Join(rowNames, ","), "comma-separated rows to run")
+	fs.IntVar(&o.repeat, "repeat", 1, "measure every row this many times, in rounds of all the rows, and report the median ratios")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, logs) and print its path")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: go run ./bench [flags]\n\nMeasures the rows "+strings.Join(rowNames, ", ")+" with wrk on loopback.\n\nflags:")
@@ -141,6 +145,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.warmup < 0 || o.warmup%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("-warmup: must be whole seconds >= 0, got %s", o.warmup))
+	}
+	if o.repeat < 1 {
+		errs = append(errs, fmt.Errorf("-repeat: must be >= 1, got %d", o.repeat))
 	}
 	if o.waitQuiet < 0 {
 		errs = append(errs, fmt.Errorf("-wait-quiet: must be >= 0, got %s", o.waitQuiet))
@@ -238,7 +245,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	var failed []string
 	for _, r := range res.Rows {
 		if r.Status == statusFailed {
-			failed = append(failed, r.Name)
+			failed = append(failed, r.label())
 		}
 	}
 	if len(failed) > 0 {

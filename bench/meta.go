@@ -24,6 +24,9 @@ func (h *harness) meta(ctx context.Context) Meta {
 		GOMAXPROCS: os.Getenv("GOMAXPROCS"),
 		BatonLog:   h.o.batonLog,
 	}
+	if h.o.repeat > 1 {
+		m.Repeat = h.o.repeat
+	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}

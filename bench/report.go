@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,9 +33,12 @@ const (
 
 // results is everything one run found; it is also the -json document.
 type results struct {
-	Meta    Meta    `json:"meta"`
-	Rows    []Row   `json:"rows"`
-	Summary Summary `json:"summary"`
+	Meta Meta  `json:"meta"`
+	Rows []Row `json:"rows"`
+	// Summary is the ratios of the run: with several rounds, each one's
+	// median over the rounds, which Rounds holds one by one.
+	Summary Summary   `json:"summary"`
+	Rounds  []Summary `json:"rounds,omitempty"`
 }
 
 // Meta describes the machine and the load.
@@ -55,11 +59,16 @@ type Meta struct {
 	GOGC       string `json:"GOGC,omitempty"`
 	GOMAXPROCS string `json:"GOMAXPROCS,omitempty"`
 	BatonLog   string `json:"baton_log_level,omitempty"`
+	// Repeat is -repeat when above 1: how many rounds the run had.
+	Repeat int `json:"repeat,omitempty"`
 }
 
 // Row is one way of reaching the agent.
 type Row struct {
-	Name   string `json:"name"`
+	Name string `json:"name"`
+	// Round is the row's round, from 1, in a run with -repeat above 1; 0
+	// in a single run.
+	Round  int    `json:"round,omitempty"`
 	Status string `json:"status"`
 	Note   string `json:"note,omitempty"`
 	// Warnings are things that went wrong in a row that was still measured.
@@ -76,7 +85,7 @@ type Row struct {
 	Non2xx       int64   `json:"non_2xx"`
 	SocketErrors int64   `json:"socket_errors"`
 
-	// RatioToDirect is RPS over the direct row's.
+	// RatioToDirect is RPS over the direct row's of the same round.
 	RatioToDirect *float64 `json:"ratio_to_direct,omitempty"`
 	// ProxyCPUUsPerReq sums every proxy instance of the row; nil for direct.
 	ProxyCPUUsPerReq *float64 `json:"proxy_cpu_us_per_req,omitempty"`
@@ -142,6 +151,10 @@ type OnOff struct {
 	RPS float64 `json:"rps_on_over_off"`
 	// CPU is proxy CPU µs/req on ÷ off: above 1 the feature costs CPU.
 	CPU *float64 `json:"proxy_cpu_on_over_off,omitempty"`
+	// Each is RPS in each round, in round order, when the run had several
+	// (RPS and CPU are then medians). A round where either row failed has
+	// no ratio and is left out; results.Rounds says which.
+	Each []float64 `json:"rps_on_over_off_each,omitempty"`
 }
 
 // fill records wrk's report and the per-request CPU figures.
@@ -193,10 +206,21 @@ func (r *Row) noise(busy, own time.Duration, wall time.Duration) {
 	r.OtherCPUPct = max(0, 100*(busy-own).Seconds()/capacity)
 }
 
+// row returns the named row of any round that succeeded, nil if none did.
 func (res *results) row(name string) *Row {
 	for i := range res.Rows {
 		if res.Rows[i].Name == name && res.Rows[i].Status == statusOK {
 			return &res.Rows[i]
+		}
+	}
+	return nil
+}
+
+// rowIn returns the named row of the round if it succeeded.
+func (res *results) rowIn(round int, name string) *Row {
+	for i := range res.Rows {
+		if r := &res.Rows[i]; r.Round == round && r.Name == name && r.Status == statusOK {
+			return r
 		}
 	}
 	return nil
@@ -212,45 +236,77 @@ func (res *results) has(name string) bool {
 	return false
 }
 
-// derive computes the ratios between rows.
+// rounds returns the run's rounds in order: just 0 for a single run.
+func (res *results) rounds() []int {
+	var ns []int
+	for _, r := range res.Rows {
+		if !slices.Contains(ns, r.Round) {
+			ns = append(ns, r.Round)
+		}
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+// derive computes the ratios between rows. Rows are compared only within
+// their round, where they ran back to back. With one round the summary is
+// that round's; with several it is each ratio's median over them, so that
+// one noisy round does not decide a verdict.
 func (res *results) derive() {
-	res.Summary.Target = floorTarget
-	res.Summary.DedupeTarget = dedupeTarget
-	res.Summary.DedupeMemory = res.onOff(rowBaton2, rowBaton2NoDedupe)
-	res.Summary.DedupeRedis = res.onOff(rowBaton2Redis, rowBaton2RedisNoDedupe)
-	res.Summary.RecordsTarget = recordsTarget
-	res.Summary.RecordsMemory = res.onOff(rowBaton2, rowBaton2NoRecords)
-	res.Summary.RecordsRedis = res.onOff(rowBaton2Redis, rowBaton2RedisNoRecords)
-	res.Summary.RecordsRedisBoth = res.onOff(rowBaton2RedisBoth, rowBaton2RedisBothNoRecords)
-	if d := res.row(rowDirect); d != nil && d.RPS > 0 {
+	var each []Summary
+	for _, n := range res.rounds() {
+		each = append(each, res.deriveRound(n))
+	}
+	if len(each) == 1 {
+		res.Summary = each[0]
+		return
+	}
+	res.Summary, res.Rounds = medianOf(each), each
+}
+
+func newSummary() Summary {
+	return Summary{Target: floorTarget, DedupeTarget: dedupeTarget, RecordsTarget: recordsTarget}
+}
+
+// deriveRound computes the ratios between the rows of one round, and sets
+// their RatioToDirect.
+func (res *results) deriveRound(round int) Summary {
+	s := newSummary()
+	s.DedupeMemory = res.onOff(round, rowBaton2, rowBaton2NoDedupe)
+	s.DedupeRedis = res.onOff(round, rowBaton2Redis, rowBaton2RedisNoDedupe)
+	s.RecordsMemory = res.onOff(round, rowBaton2, rowBaton2NoRecords)
+	s.RecordsRedis = res.onOff(round, rowBaton2Redis, rowBaton2RedisNoRecords)
+	s.RecordsRedisBoth = res.onOff(round, rowBaton2RedisBoth, rowBaton2RedisBothNoRecords)
+	if d := res.rowIn(round, rowDirect); d != nil && d.RPS > 0 {
 		for i := range res.Rows {
-			if res.Rows[i].Status == statusOK {
-				v := res.Rows[i].RPS / d.RPS
-				res.Rows[i].RatioToDirect = &v
+			if r := &res.Rows[i]; r.Round == round && r.Status == statusOK {
+				v := r.RPS / d.RPS
+				r.RatioToDirect = &v
 			}
 		}
 	}
-	f := res.row(rowFloor)
+	f := res.rowIn(round, rowFloor)
 	if f == nil || f.ProxyCPUUsPerReq == nil || *f.ProxyCPUUsPerReq <= 0 {
-		return
+		return s
 	}
 	floor := *f.ProxyCPUUsPerReq
 	ratio := func(name string, div float64) *float64 {
-		if r := res.row(name); r != nil && r.ProxyCPUUsPerReq != nil {
+		if r := res.rowIn(round, name); r != nil && r.ProxyCPUUsPerReq != nil {
 			v := *r.ProxyCPUUsPerReq / div
 			return &v
 		}
 		return nil
 	}
-	res.Summary.Baton1OverFloor = ratio(rowBaton1, floor)
-	res.Summary.Baton1CoreOverFloor = ratio(rowBaton1Core, floor)
-	res.Summary.Baton2OverTwoFloor = ratio(rowBaton2, 2*floor)
-	res.Summary.NginxOverFloor = ratio(rowNginx, floor)
+	s.Baton1OverFloor = ratio(rowBaton1, floor)
+	s.Baton1CoreOverFloor = ratio(rowBaton1Core, floor)
+	s.Baton2OverTwoFloor = ratio(rowBaton2, 2*floor)
+	s.NginxOverFloor = ratio(rowNginx, floor)
+	return s
 }
 
-// onOff compares two rows that both succeeded; nil otherwise.
-func (res *results) onOff(on, off string) *OnOff {
-	a, b := res.row(on), res.row(off)
+// onOff compares two rows of a round that both succeeded; nil otherwise.
+func (res *results) onOff(round int, on, off string) *OnOff {
+	a, b := res.rowIn(round, on), res.rowIn(round, off)
 	if a == nil || b == nil || b.RPS <= 0 {
 		return nil
 	}
@@ -262,13 +318,71 @@ func (res *results) onOff(on, off string) *OnOff {
 	return c
 }
 
+// ratios and pairs point at the summary's ratios in a fixed order, so that
+// medianOf can take them one by one over the rounds.
+func (s *Summary) ratios() []**float64 {
+	return []**float64{&s.Baton1OverFloor, &s.Baton1CoreOverFloor, &s.Baton2OverTwoFloor, &s.NginxOverFloor}
+}
+
+func (s *Summary) pairs() []**OnOff {
+	return []**OnOff{&s.DedupeMemory, &s.DedupeRedis, &s.RecordsMemory, &s.RecordsRedis, &s.RecordsRedisBoth}
+}
+
+// medianOf summarises several rounds: each ratio is its median over the
+// rounds that have it, and is nil only when none does.
+func medianOf(rounds []Summary) Summary {
+	s := newSummary()
+	for k, dst := range s.ratios() {
+		var vs []float64
+		for i := range rounds {
+			if v := *rounds[i].ratios()[k]; v != nil {
+				vs = append(vs, *v)
+			}
+		}
+		*dst = median(vs)
+	}
+	for k, dst := range s.pairs() {
+		var last *OnOff
+		var rps, cpu []float64
+		for i := range rounds {
+			c := *rounds[i].pairs()[k]
+			if c == nil {
+				continue
+			}
+			last = c
+			rps = append(rps, c.RPS)
+			if c.CPU != nil {
+				cpu = append(cpu, *c.CPU)
+			}
+		}
+		if last != nil {
+			*dst = &OnOff{On: last.On, Off: last.Off, RPS: *median(rps), CPU: median(cpu), Each: rps}
+		}
+	}
+	return s
+}
+
+// median returns the middle value of vs (the mean of the two middle ones
+// for an even count), nil for none.
+func median(vs []float64) *float64 {
+	if len(vs) == 0 {
+		return nil
+	}
+	vs = slices.Sorted(slices.Values(vs))
+	m := vs[len(vs)/2]
+	if len(vs)%2 == 0 {
+		m = (vs[len(vs)/2-1] + m) / 2
+	}
+	return &m
+}
+
 var columns = []string{"row", "req/s", "×direct", "p50", "p99", "proxy CPU µs/req", "agent CPU µs/req", "RSS idle MiB", "RSS peak MiB", "errors"}
 
 // cells renders a row for the table; failed and skipped rows say so in
 // the req/s column and explain in the notes.
 func (r *Row) cells() []string {
 	if r.Status != statusOK {
-		c := []string{r.Name, strings.ToUpper(r.Status)}
+		c := []string{r.label(), strings.ToUpper(r.Status)}
 		for len(c) < len(columns) {
 			c = append(c, "-")
 		}
@@ -297,7 +411,7 @@ func (r *Row) cells() []string {
 		idle, peak = strings.Join(idles, " / "), strings.Join(peaks, " / ")
 	}
 	return []string{
-		r.Name,
+		r.label(),
 		fmt.Sprintf("%.0f", r.RPS),
 		ratio,
 		fmtDur(r.P50Ms),
@@ -308,6 +422,15 @@ func (r *Row) cells() []string {
 		peak,
 		fmt.Sprint(r.Non2xx + r.SocketErrors),
 	}
+}
+
+// label names the row in the table and the notes, with its round in a
+// repeated run: "baton-2hop #2".
+func (r *Row) label() string {
+	if r.Round == 0 {
+		return r.Name
+	}
+	return fmt.Sprintf("%s #%d", r.Name, r.Round)
 }
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f", float64(kib)/1024) }
@@ -351,6 +474,9 @@ func (m Meta) lines() []string {
 	if m.BatonLog != "" {
 		load += "; Baton log_level: " + m.BatonLog
 	}
+	if m.Repeat > 1 {
+		load += fmt.Sprintf("; %d rounds of all the rows, ratios are medians over them", m.Repeat)
+	}
 	return []string{head, mach, load}
 }
 
@@ -371,7 +497,7 @@ func (res *results) findings() []string {
 			}
 		}
 		if len(parts) > 0 {
-			ready = append(ready, r.Name+" "+strings.Join(parts, ", "))
+			ready = append(ready, r.label()+" "+strings.Join(parts, ", "))
 		}
 	}
 	if len(ready) > 0 {
@@ -383,7 +509,8 @@ func (res *results) findings() []string {
 		if *s.Baton1OverFloor > s.Target {
 			verdict = "MISSED"
 		}
-		out = append(out, fmt.Sprintf("baton-1hop CPU/req ÷ go-floor CPU/req = %.2f (target ≤ %.1f: %s)", *s.Baton1OverFloor, s.Target, verdict))
+		v := res.ratio(*s.Baton1OverFloor, func(x *Summary) *float64 { return x.Baton1OverFloor })
+		out = append(out, fmt.Sprintf("baton-1hop CPU/req ÷ go-floor CPU/req = %s (target ≤ %.1f: %s)", v, s.Target, verdict))
 	} else if res.has(rowBaton1) {
 		out = append(out, "baton-1hop CPU/req ÷ go-floor CPU/req = n/a (needs both rows to succeed)")
 	}
@@ -392,34 +519,42 @@ func (res *results) findings() []string {
 		if *s.Baton1CoreOverFloor > s.Target {
 			verdict = "MISSED"
 		}
-		out = append(out, fmt.Sprintf("baton-1hop-core CPU/req ÷ go-floor CPU/req = %.2f (target ≤ %.1f: %s; records and contract off)",
-			*s.Baton1CoreOverFloor, s.Target, verdict))
+		v := res.ratio(*s.Baton1CoreOverFloor, func(x *Summary) *float64 { return x.Baton1CoreOverFloor })
+		out = append(out, fmt.Sprintf("baton-1hop-core CPU/req ÷ go-floor CPU/req = %s (target ≤ %.1f: %s; records and contract off)",
+			v, s.Target, verdict))
 	}
 	if s.Baton2OverTwoFloor != nil {
-		out = append(out, fmt.Sprintf("baton-2hop CPU/req ÷ (2 × go-floor CPU/req) = %.2f (two Batons against two bare hops)", *s.Baton2OverTwoFloor))
+		v := res.ratio(*s.Baton2OverTwoFloor, func(x *Summary) *float64 { return x.Baton2OverTwoFloor })
+		out = append(out, fmt.Sprintf("baton-2hop CPU/req ÷ (2 × go-floor CPU/req) = %s (two Batons against two bare hops)", v))
 	}
 	for _, d := range []struct {
 		feature, store string
-		c              *OnOff
+		pair           func(*Summary) *OnOff
 		target         float64
 		on, off        string
 	}{
-		{"dedupe", "memory", s.DedupeMemory, s.DedupeTarget, rowBaton2, rowBaton2NoDedupe},
-		{"dedupe", "redis", s.DedupeRedis, s.DedupeTarget, rowBaton2Redis, rowBaton2RedisNoDedupe},
-		{"records", "memory", s.RecordsMemory, s.RecordsTarget, rowBaton2, rowBaton2NoRecords},
-		{"records", "redis", s.RecordsRedis, s.RecordsTarget, rowBaton2Redis, rowBaton2RedisNoRecords},
-		{"records", "redis-both", s.RecordsRedisBoth, s.RecordsTarget, rowBaton2RedisBoth, rowBaton2RedisBothNoRecords},
+		{"dedupe", "memory", func(x *Summary) *OnOff { return x.DedupeMemory }, s.DedupeTarget, rowBaton2, rowBaton2NoDedupe},
+		{"dedupe", "redis", func(x *Summary) *OnOff { return x.DedupeRedis }, s.DedupeTarget, rowBaton2Redis, rowBaton2RedisNoDedupe},
+		{"records", "memory", func(x *Summary) *OnOff { return x.RecordsMemory }, s.RecordsTarget, rowBaton2, rowBaton2NoRecords},
+		{"records", "redis", func(x *Summary) *OnOff { return x.RecordsRedis }, s.RecordsTarget, rowBaton2Redis, rowBaton2RedisNoRecords},
+		{"records", "redis-both", func(x *Summary) *OnOff { return x.RecordsRedisBoth }, s.RecordsTarget, rowBaton2RedisBoth, rowBaton2RedisBothNoRecords},
 	} {
 		head := d.feature + " on ÷ off throughput (" + d.store + ")"
-		switch {
-		case d.c != nil:
+		switch c := d.pair(&s); {
+		case c != nil:
 			verdict := "met"
-			if d.c.RPS < d.target {
+			if c.RPS < d.target {
 				verdict = "MISSED"
 			}
-			l := fmt.Sprintf("%s = %.2f (target ≥ %.2f: %s)", head, d.c.RPS, d.target, verdict)
-			if d.c.CPU != nil {
-				l += fmt.Sprintf("; proxy CPU/req on ÷ off = %.2f", *d.c.CPU)
+			v := res.ratio(c.RPS, func(x *Summary) *float64 {
+				if p := d.pair(x); p != nil {
+					return &p.RPS
+				}
+				return nil
+			})
+			l := fmt.Sprintf("%s = %s (target ≥ %.2f: %s)", head, v, d.target, verdict)
+			if c.CPU != nil {
+				l += fmt.Sprintf("; proxy CPU/req on ÷ off = %.2f", *c.CPU)
 			}
 			out = append(out, l)
 		case res.has(d.off) || (res.has(d.on) && res.row(d.on) == nil):
@@ -429,34 +564,59 @@ func (res *results) findings() []string {
 		}
 	}
 	if s.NginxOverFloor != nil {
-		out = append(out, fmt.Sprintf("nginx CPU/req ÷ go-floor CPU/req = %.2f", *s.NginxOverFloor))
+		v := res.ratio(*s.NginxOverFloor, func(x *Summary) *float64 { return x.NginxOverFloor })
+		out = append(out, fmt.Sprintf("nginx CPU/req ÷ go-floor CPU/req = %s", v))
 	}
 	for _, r := range res.Rows {
+		name := r.label()
 		switch {
 		case r.Status != statusOK:
-			out = append(out, fmt.Sprintf("%s %s: %s", r.Name, r.Status, r.Note))
+			out = append(out, fmt.Sprintf("%s %s: %s", name, r.Status, r.Note))
 		case r.Non2xx+r.SocketErrors > 0:
 			out = append(out, fmt.Sprintf("%s: %d non-2xx responses and %d socket errors during the run: its numbers are suspect",
-				r.Name, r.Non2xx, r.SocketErrors))
+				name, r.Non2xx, r.SocketErrors))
 		}
 		for _, w := range r.Warnings {
-			out = append(out, fmt.Sprintf("%s: WARNING: %s", r.Name, w))
+			out = append(out, fmt.Sprintf("%s: WARNING: %s", name, w))
 		}
 		for _, sv := range r.Services {
 			if r.Status == statusOK {
-				name := sv.Name
+				svc := sv.Name
 				if sv.Role != "" {
-					name += " (" + sv.Role + ")"
+					svc += " (" + sv.Role + ")"
 				}
-				out = append(out, fmt.Sprintf("%s: %s used %.1f CPU µs/req, not counted in proxy CPU", r.Name, name, sv.CPUUsPerReq))
+				out = append(out, fmt.Sprintf("%s: %s used %.1f CPU µs/req, not counted in proxy CPU", name, svc, sv.CPUUsPerReq))
 			}
 		}
 		if r.Status == statusOK && r.OtherCPUPct > noiseWarnPct {
 			out = append(out, fmt.Sprintf("%s: NOISY: other processes took %.0f%% of the machine's CPU during the run (machine %.0f%% busy); rerun on a quiet machine",
-				r.Name, r.OtherCPUPct, r.MachineBusyPct))
+				name, r.OtherCPUPct, r.MachineBusyPct))
 		}
 	}
 	return out
+}
+
+// ratio renders the summary's value v of a ratio that get reads from a
+// summary. With several rounds v is a median, and the line says so and
+// gives each round's value in round order, n/a where a round has none.
+func (res *results) ratio(v float64, get func(*Summary) *float64) string {
+	if len(res.Rounds) < 2 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	each := make([]string, len(res.Rounds))
+	n := 0
+	for i := range res.Rounds {
+		each[i] = "n/a"
+		if x := get(&res.Rounds[i]); x != nil {
+			each[i] = fmt.Sprintf("%.2f", *x)
+			n++
+		}
+	}
+	rounds := "rounds"
+	if n == 1 {
+		rounds = "round"
+	}
+	return fmt.Sprintf("%.2f, median of %d %s (%s)", v, n, rounds, strings.Join(each, ", "))
 }
 
 // printTable writes the aligned table.

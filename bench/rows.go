@@ -51,9 +51,9 @@ func (h *harness) logf(format string, args ...any) {
 	fmt.Fprintf(h.stderr, "bench: "+format+"\n", args...)
 }
 
-// runAll starts the agent and runs every selected row in order. A row that
-// cannot run is recorded as skipped or failed and the run goes on; only a
-// failure of the agent itself ends it.
+// runAll starts the agent and runs every selected row in order, -repeat
+// times. A row that cannot run is recorded as skipped or failed and the run
+// goes on; only a failure of the agent itself ends it.
 func (h *harness) runAll(ctx context.Context) (*results, error) {
 	res := &results{Meta: h.meta(ctx)}
 	h.body = requestBody(h.o.bodyBytes)
@@ -94,25 +94,36 @@ func (h *harness) runAll(ctx context.Context) (*results, error) {
 		v.row = name
 		setups[name] = h.setupBaton2(v)
 	}
-	for _, name := range rowNames {
-		if !h.o.rows[name] {
-			continue
+	// Each round runs every row in order, so the pairs of a ratio still run
+	// back to back, and the rounds spread each pair over the run's time.
+	for round := 1; round <= h.o.repeat && ctx.Err() == nil; round++ {
+		for _, name := range rowNames {
+			if !h.o.rows[name] {
+				continue
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			if h.o.waitQuiet > 0 {
+				h.waitQuiet(ctx)
+			}
+			label := name
+			if h.o.repeat > 1 {
+				label = fmt.Sprintf("round %d/%d: %s", round, h.o.repeat, name)
+			}
+			h.logf("%s: starting", label)
+			row := h.runRow(ctx, name, setups[name])
+			if h.o.repeat > 1 {
+				row.Round = round
+			}
+			switch row.Status {
+			case statusOK:
+				h.logf("%s: %.0f req/s, p99 %s", label, row.RPS, fmtDur(row.P99Ms))
+			default:
+				h.logf("%s: %s: %s", label, row.Status, row.Note)
+			}
+			res.Rows = append(res.Rows, row)
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		if h.o.waitQuiet > 0 {
-			h.waitQuiet(ctx)
-		}
-		h.logf("%s: starting", name)
-		row := h.runRow(ctx, name, setups[name])
-		switch row.Status {
-		case statusOK:
-			h.logf("%s: %.0f req/s, p99 %s", name, row.RPS, fmtDur(row.P99Ms))
-		default:
-			h.logf("%s: %s: %s", name, row.Status, row.Note)
-		}
-		res.Rows = append(res.Rows, row)
 	}
 	res.derive()
 	return res, nil
