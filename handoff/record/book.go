@@ -65,7 +65,7 @@ const (
 // and reads find nothing.
 func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
 	b := &Book{store: store, retention: retention, log: log,
-		tails: tailCache{m: map[string]string{}}, queue: make(chan queued, queueSize), done: make(chan struct{}),
+		tails: tailCache{m: map[string]cachedTail{}, maxAge: retention / 2}, queue: make(chan queued, queueSize), done: make(chan struct{}),
 		linger: linger}
 	go b.flusher()
 	return b
@@ -259,7 +259,7 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 		for i, r := range pending {
 			tail, ok := assumed[r.TraceID]
 			if !ok {
-				tail = b.tails.get(r.TraceID)
+				tail = b.tails.get(r.TraceID, now)
 			}
 			// The record lives in its trace's chain, without the checkpoint;
 			// the checkpoint is attached to the chain, written once.
@@ -284,7 +284,7 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			case lr.Err != nil:
 				return fmt.Errorf("record: writing %s: %w", pending[i].ID, lr.Err)
 			case lr.OK:
-				b.tails.set(pending[i].TraceID, links[i].Tail)
+				b.tails.set(pending[i].TraceID, links[i].Tail, now)
 				if pending[i].Request != nil {
 					pending[i].checkpointed = true
 				}
@@ -292,7 +292,7 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 				// Another writer linked first: learn its tail, try again. Later
 				// records of the same trace in this batch failed too.
 				if t := pending[i].TraceID; !relearned[t] {
-					b.tails.set(t, lr.Tail)
+					b.tails.set(t, lr.Tail, now)
 					relearned[t] = true
 				}
 				retry = append(retry, pending[i])
@@ -460,27 +460,39 @@ func (b *Book) DeadLetterCount(ctx context.Context, edge string) (int64, error) 
 	return n, nil
 }
 
-// tailCache remembers the last tail this process wrote per trace (bounded:
-// when full it is emptied; a miss costs one extra round trip, never
-// correctness).
+// tailCache remembers the last tail this process wrote or learned per trace
+// (bounded: when full it is emptied; a miss costs one extra round trip, never
+// correctness). A tail older than maxAge is forgotten: the chain may have
+// expired since, and a writer must not number its entry after entries that
+// are gone (Redis only checks that the number is free).
 type tailCache struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu     sync.Mutex
+	m      map[string]cachedTail
+	maxAge time.Duration // 0: no limit
+}
+
+type cachedTail struct {
+	tail string
+	at   time.Time
 }
 
 const tailCacheSize = 1 << 16
 
-func (c *tailCache) get(trace string) string {
+func (c *tailCache) get(trace string, now time.Time) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[trace]
+	t, ok := c.m[trace]
+	if !ok || (c.maxAge > 0 && now.Sub(t.at) > c.maxAge) {
+		return ""
+	}
+	return t.tail
 }
 
-func (c *tailCache) set(trace, tail string) {
+func (c *tailCache) set(trace, tail string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= tailCacheSize {
 		clear(c.m)
 	}
-	c.m[trace] = tail
+	c.m[trace] = cachedTail{tail: tail, at: now}
 }

@@ -271,3 +271,39 @@ func TestBookBatchesWhatNobodyWaitsOn(t *testing.T) {
 		t.Fatalf("trace: %d entries, %v, verify %v", len(tr.Entries), err, record.Verify(tr.Entries, tr.Tail))
 	}
 }
+
+// A trace whose chain expired starts a new chain: the book does not number
+// its next entry after entries that are gone.
+func TestBookAfterTheChainExpired(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s state.Store) {
+		ctx := context.Background()
+		b := record.NewBook(s, 300*time.Millisecond, slog.New(slog.DiscardHandler))
+		defer b.Close()
+		if err := b.Write(ctx, newRecord("b")); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			tr, err := b.Trace(ctx, trace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Entries) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the chain never expired")
+			}
+		}
+		if err := b.Write(ctx, newRecord("c")); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := b.Trace(ctx, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := record.Verify(tr.Entries, tr.Tail); err != nil || len(tr.Entries) != 1 {
+			t.Errorf("after expiry: %d entries, Verify = %v", len(tr.Entries), err)
+		}
+	})
+}
