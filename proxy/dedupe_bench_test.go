@@ -92,7 +92,8 @@ func BenchmarkDedupeWindow(b *testing.B) {
 			if backend == "memory" {
 				store = state.NewMemory(config.Memory{MaxEntries: 1 << 20, MaxBytes: 256 << 20})
 			} else {
-				s, err := state.NewRedis(config.Redis{URL: redistest.Shared(b), Prefix: "bench:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"})
+				url := redistest.Shared(b)
+				s, err := state.NewRedis(config.Redis{URL: url, Prefix: redistest.Prefix(b, url)})
 				if err != nil {
 					b.Fatal(err)
 				}

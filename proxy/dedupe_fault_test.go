@@ -98,7 +98,7 @@ func TestDedupeFailOpenDelivers(t *testing.T) {
 func TestDedupeLeaseLapsesAfterBatonDies(t *testing.T) {
 	t.Parallel()
 	url := redistest.Shared(t)
-	prefix := "test:lease" + strings.ReplaceAll(time.Now().Format("150405.000000000"), ".", "") + ":"
+	prefix := redistest.Prefix(t, url)
 	var calls atomic.Int64
 	hang := make(chan struct{})
 	agentSrv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

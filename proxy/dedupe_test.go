@@ -3,8 +3,6 @@ package proxy_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,9 +38,7 @@ func backends(t *testing.T, run func(t *testing.T, newStore func(t *testing.T) s
 
 func redisStore(t *testing.T, url string) state.Store {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	s, err := state.NewRedis(config.Redis{URL: url, Prefix: "test:" + hex.EncodeToString(b[:]) + ":",
+	s, err := state.NewRedis(config.Redis{URL: url, Prefix: redistest.Prefix(t, url),
 		DialTimeout: config.Duration(5 * time.Second), OpTimeout: config.Duration(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)

@@ -216,7 +216,7 @@ func TestDeadLetterAPI(t *testing.T) {
 func TestRecordsSurviveRestartWithRedis(t *testing.T) {
 	t.Parallel()
 	url := redistest.Shared(t)
-	prefix := "test:restart" + time.Now().Format("150405.000000000") + ":"
+	prefix := redistest.Prefix(t, url)
 	var got seen
 	ag := httptest.NewServer(got.handler(200, "ok"))
 	t.Cleanup(ag.Close)

@@ -99,7 +99,9 @@ func BenchmarkMemoryAppendChained(b *testing.B) {
 // shared Redis as record.Book does: new traces, a 700-byte entry, and a
 // 1100-byte checkpoint on every other link (the delegation record's). It
 // reports Redis's own CPU per link (INFO's used_cpu_sys + used_cpu_user),
-// which is what a Baton's records cost the Redis it shares.
+// which is what a Baton's records cost the Redis it shares. The TTL is the
+// default retention, so that no key expires during the run (the prefix's
+// keys are removed after it).
 func BenchmarkRedisAppendChained(b *testing.B) {
 	url := redistest.Shared(b)
 	r := newRedis(b, config.Redis{URL: url, Prefix: testPrefix(b, url)})
@@ -115,7 +117,7 @@ func BenchmarkRedisAppendChained(b *testing.B) {
 			for b.Loop() {
 				for i := range links {
 					n++
-					links[i] = state.Link{Log: "{" + run + strconv.Itoa(n) + "}:records", Seq: 1, Tail: "1:abc", Entry: entry, TTL: time.Minute}
+					links[i] = state.Link{Log: "{" + run + strconv.Itoa(n) + "}:records", Seq: 1, Tail: "1:abc", Entry: entry, TTL: 7 * 24 * time.Hour}
 					if n%2 == 0 {
 						links[i].Attach = []state.KV{{Key: "cp:x", Val: cp}}
 					}

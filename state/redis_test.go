@@ -241,30 +241,11 @@ func newRedis(t testing.TB, cfg config.Redis) *state.Redis {
 }
 
 // testPrefix returns a key prefix unique to this run, and when url is set
-// deletes every key under it from that Redis once the test ends: the shared
-// Redis outlives the tests.
+// deletes every key under it from that Redis once the test ends.
 func testPrefix(t testing.TB, url string) string {
 	t.Helper()
-	prefix := "test:" + rand.Text()[:12] + ":"
 	if url == "" {
-		return prefix
+		return "test:" + rand.Text()[:12] + ":"
 	}
-	t.Cleanup(func() {
-		r, err := state.NewRedis(config.Redis{URL: url, Prefix: prefix})
-		if err != nil {
-			t.Errorf("cleaning up %s*: %v", prefix, err)
-			return
-		}
-		defer r.Close()
-		ctx := context.Background()
-		c := r.Client()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("cleaning up %s*: %v", prefix, err)
-		}
-	})
-	return prefix
+	return redistest.Prefix(t, url)
 }

@@ -2,7 +2,6 @@ package record
 
 import (
 	"log/slog"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ func BenchmarkBookHandoff(b *testing.B) {
 	})
 	b.Run("redis", func(b *testing.B) {
 		url := redistest.Shared(b)
-		r, err := state.NewRedis(config.Redis{URL: url, Prefix: "bench:book" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"})
+		r, err := state.NewRedis(config.Redis{URL: url, Prefix: redistest.Prefix(b, url)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,7 +25,8 @@ func stores(t *testing.T, run func(t *testing.T, s state.Store)) {
 	})
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
-		s, err := state.NewRedis(config.Redis{URL: redistest.Shared(t), Prefix: "test:rec" + time.Now().Format("150405.000000000") + ":"})
+		url := redistest.Shared(t)
+		s, err := state.NewRedis(config.Redis{URL: url, Prefix: redistest.Prefix(t, url)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +177,8 @@ func TestConcurrentWritersOneTrace(t *testing.T) {
 // changed, and the last entry deleted (its tail stays in the chain's hash).
 func TestVerifyDetectsTamperingInRedis(t *testing.T) {
 	t.Parallel()
-	s, err := state.NewRedis(config.Redis{URL: redistest.Shared(t), Prefix: "test:tamper" + time.Now().Format("150405.000000000") + ":"})
+	url := redistest.Shared(t)
+	s, err := state.NewRedis(config.Redis{URL: url, Prefix: redistest.Prefix(t, url)})
 	if err != nil {
 		t.Fatal(err)
 	}
