@@ -216,7 +216,7 @@ func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]lear
 			}
 			switch {
 			case last < 0:
-				out[j].err = fmt.Errorf("state: redis: append chained: chain %s has entry %d without its tail: it was edited outside Baton",
+				out[j].err = fmt.Errorf("state: redis: append chained: chain %s has entry %d without its tail: it was edited outside Baton, or Redis refused part of a link",
 					links[idx[j]].Log, from[j])
 			case last == len(vals)-1:
 				from[j] += int64(len(vals)) - 1 // the chain goes on: look further
