@@ -86,7 +86,7 @@ func BenchmarkMemoryAppendChained(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		t := "{" + strconv.FormatInt(int64(1e15+i), 16) + "0000000000000000}"
-		_, err := m.AppendChained(b.Context(), []state.Link{{Log: t + ":chain", Seq: 1, Tail: "1:abc", Entry: entry,
+		_, err := m.AppendChained(b.Context(), []state.Link{{Log: t + ":chain", Seq: 1, Entry: entry,
 			Attach: []state.KV{{Key: "rec:x", Val: rec}, {Key: "cp:x", Val: cp}}, TTL: 7 * 24 * time.Hour}})
 		if err != nil {
 			b.Fatal(err)
@@ -117,7 +117,7 @@ func BenchmarkRedisAppendChained(b *testing.B) {
 			for b.Loop() {
 				for i := range links {
 					n++
-					links[i] = state.Link{Log: "{" + run + strconv.Itoa(n) + "}:records", Seq: 1, Tail: "1:abc", Entry: entry, TTL: 7 * 24 * time.Hour}
+					links[i] = state.Link{Log: "{" + run + strconv.Itoa(n) + "}:records", Seq: 1, Entry: entry, TTL: 7 * 24 * time.Hour}
 					if n%2 == 0 {
 						links[i].Attach = []state.KV{{Key: "cp:x", Val: cp}}
 					}

@@ -1,32 +1,30 @@
 package state
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"time"
 )
 
 // Link is one chained append: Entry becomes entry number Seq of the chain
-// at Log, and Tail (the caller's name for that entry) the chain's tail, only
-// if Seq follows the chain's last entry. A store checks that in the way it
-// can do atomically and cheaply: the memory store compares Prev with the
-// chain's tail, Redis claims entry Seq (it lands only if no entry Seq is
-// there yet, and entries are never replaced). For a caller that numbers its
-// entries from the tail it last learned (as record.Book does) the two are
-// the same check. A chain lives under one key, so it needs one Redis Cluster
-// hash slot however long it grows.
+// at Log, only if the chain has no entry Seq yet. Entries are never
+// replaced, so a caller that numbers its entries from the tail it last
+// learned (as record.Book does) extends the chain only if nobody extended it
+// since; otherwise the link is refused and the result names the tail to
+// build on. A chain lives under one key, so it needs one Redis Cluster hash
+// slot however long it grows.
 //
 // Attach are values kept with the chain under their names, for the chain's
 // lifetime (a record's checkpoint). They are written whether or not the link
 // lands, so they must be right either way: values that belong to one record,
 // named after it. TTL applies to the whole chain and is refreshed by every
-// link (0: the chain keeps the TTL it had). The store may keep Entry's and
-// the attached bytes as they are (the memory store does, to spare a copy of
-// every record): the caller must not change them afterwards.
+// batch of links (0: the chain keeps the TTL it had). The store may keep
+// Entry's and the attached bytes as they are (the memory store does, to
+// spare a copy of every record): the caller must not change them afterwards.
 type Link struct {
 	Log    string
 	Seq    int64
-	Prev   string
-	Tail   string
 	Entry  []byte
 	Attach []KV
 	TTL    time.Duration
@@ -38,29 +36,65 @@ type KV struct {
 	Val []byte
 }
 
-// LinkResult is the outcome of one Link: OK, or the chain's current tail
-// when the link did not follow it (the caller rebuilds its entry on that
-// tail and tries again). A link that follows a refused link of the same
-// chain in one batch is refused too.
+// LinkResult is the outcome of one Link: OK, or, when entry Seq was taken,
+// the chain's current tail (the caller rebuilds its entry on that tail and
+// tries again). A link that follows a refused link of the same chain in one
+// batch is refused too.
 type LinkResult struct {
 	OK   bool
 	Tail string
 	Err  error
 }
 
-// Chain is a chain as stored: its entries in order and its tail (the Tail
-// of the last link that landed). A chain that does not exist is empty with
-// no tail.
+// Chain is a chain as stored: its entries in order and its tail, the
+// ChainTail of the last entry. A chain that does not exist is empty with no
+// tail. When an entry was deleted behind the store's back, Entries leaves it
+// out; when it was the last one, Tail still names its number (with no
+// digest), so that the deletion shows.
 type Chain struct {
 	Entries [][]byte
 	Tail    string
 }
 
-// entryField and tailField name entry seq and the tail after it in a Redis
-// chain's hash; attachedField names an attached value.
+// ChainTail names entry seq of a chain, whose bytes are entry, as
+// "seq:digest" with the entry's sha-256 in hex. A chain's tail is the
+// ChainTail of its last entry; the store derives it from the entry, so a
+// tail can never disagree with what is stored.
+func ChainTail(seq int64, entry []byte) string {
+	var buf [20 + 1 + 2*sha256.Size]byte
+	return string(AppendChainTail(buf[:0], seq, entry))
+}
+
+// AppendChainTail appends ChainTail(seq, entry) to dst.
+func AppendChainTail(dst []byte, seq int64, entry []byte) []byte {
+	sum := sha256.Sum256(entry)
+	dst = strconv.AppendInt(dst, seq, 10)
+	dst = append(dst, ':')
+	return hex.AppendEncode(dst, sum[:])
+}
+
+// chainTTLs is the TTL each chain of a batch is given: the longest its links
+// ask for (chains whose links all ask for none are left out).
+func chainTTLs(links []Link) map[string]time.Duration {
+	var ttls map[string]time.Duration
+	for _, l := range links {
+		if l.TTL <= 0 {
+			continue
+		}
+		if ttls == nil {
+			ttls = make(map[string]time.Duration, 1)
+		}
+		ttls[l.Log] = max(ttls[l.Log], l.TTL)
+	}
+	return ttls
+}
+
+// entryField names entry seq in a Redis chain's hash, writtenField the marker
+// written with it (so that a deleted last entry leaves a trace), and
+// attachedField an attached value.
 func entryField(seq int64) string { return "e:" + strconv.FormatInt(seq, 10) }
 
-func tailField(seq int64) string { return "t:" + strconv.FormatInt(seq, 10) }
+func writtenField(seq int64) string { return "m:" + strconv.FormatInt(seq, 10) }
 
 func attachedField(name string) string { return "a:" + name }
 

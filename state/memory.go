@@ -57,12 +57,11 @@ const (
 // entry is one key. Its weight is what it counts against MaxEntries: 1 for a
 // value, its length for a log, its member count for an index, and for a
 // chain 1 plus its entries and attached values. A chain keeps its entries in
-// log, its tail in val and its attached values in attached.
+// log and its attached values in attached.
 type entry struct {
 	key      string
 	kind     kind
 	held     bool
-	kept     bool // val is a caller's buffer (AppendChained): never written into
 	val      []byte
 	log      [][]byte
 	attached map[string][]byte

@@ -3,32 +3,48 @@ package state
 import (
 	"bytes"
 	"context"
+	"time"
 )
 
-// AppendChained applies each link atomically, under the store's lock.
+// AppendChained applies each link atomically, under the store's lock, and
+// gives each chain the longest TTL its links ask for, as Redis does. A link
+// after a refused one of its chain is refused with the same tail.
 func (m *Memory) AppendChained(_ context.Context, links []Link) ([]LinkResult, error) {
 	out := make([]LinkResult, len(links))
+	ttls := chainTTLs(links)
+	var refused map[string]string
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, l := range links {
-		out[i] = m.link(l)
+		if tail, ok := refused[l.Log]; ok {
+			out[i] = LinkResult{Tail: tail}
+			continue
+		}
+		out[i] = m.link(l, ttls[l.Log])
+		if r := out[i]; !r.OK && r.Err == nil {
+			if refused == nil {
+				refused = map[string]string{}
+			}
+			refused[l.Log] = r.Tail
+		}
 	}
 	return out, nil
 }
 
-// link applies one link. A chain is one entry (its log, tail and attached
-// values), so that it expires and is evicted whole, as in Redis.
-func (m *Memory) link(l Link) LinkResult {
+// link applies one link. A chain is one entry (its log and attached values),
+// so that it expires and is evicted whole, as in Redis. Entry Seq is free
+// when the chain has Seq-1 entries.
+func (m *Memory) link(l Link, ttl time.Duration) LinkResult {
 	now := m.now()
 	e := m.live(l.Log, now)
-	cur := ""
-	if e != nil {
-		if e.kind != kindChain {
-			return LinkResult{Err: ErrWrongKind}
-		}
-		cur = string(e.val)
+	if e != nil && e.kind != kindChain {
+		return LinkResult{Err: ErrWrongKind}
 	}
-	follows := cur == l.Prev
+	var n int64
+	if e != nil {
+		n = int64(len(e.log))
+	}
+	follows := l.Seq == n+1
 	var dWeight, dSize int64
 	if e == nil {
 		dWeight, dSize = 1, int64(len(l.Log))
@@ -43,7 +59,7 @@ func (m *Memory) link(l Link) LinkResult {
 		dWeight, dSize = dWeight+1, dSize+int64(len(kv.Key)+len(kv.Val))
 	}
 	if follows {
-		dWeight, dSize = dWeight+1, dSize+int64(len(l.Entry)+len(l.Tail)-len(cur))
+		dWeight, dSize = dWeight+1, dSize+int64(len(l.Entry))
 	}
 	if err := m.makeRoom(now, e, dWeight, dSize); err != nil {
 		return LinkResult{Err: err}
@@ -59,20 +75,27 @@ func (m *Memory) link(l Link) LinkResult {
 	}
 	if follows {
 		e.log = append(e.log, l.Entry)
-		e.val = []byte(l.Tail)
 	}
 	m.resize(e, dWeight, dSize)
 	m.written(e)
-	if l.TTL > 0 {
-		m.expireAt(e, deadline(now, l.TTL))
+	if ttl > 0 {
+		m.expireAt(e, deadline(now, ttl))
 	}
 	if !follows {
-		return LinkResult{Tail: cur}
+		return LinkResult{Tail: chainTail(e.log)}
 	}
-	return LinkResult{OK: true, Tail: l.Tail}
+	return LinkResult{OK: true}
 }
 
-// ReadChain copies the chain's entries and tail.
+// chainTail is the tail of a chain whose entries are log.
+func chainTail(log [][]byte) string {
+	if len(log) == 0 {
+		return ""
+	}
+	return ChainTail(int64(len(log)), log[len(log)-1])
+}
+
+// ReadChain copies the chain's entries and derives its tail.
 func (m *Memory) ReadChain(_ context.Context, log string) (Chain, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -83,7 +106,7 @@ func (m *Memory) ReadChain(_ context.Context, log string) (Chain, error) {
 	if e.kind != kindChain {
 		return Chain{}, ErrWrongKind
 	}
-	c := Chain{Entries: make([][]byte, len(e.log)), Tail: string(e.val)}
+	c := Chain{Entries: make([][]byte, len(e.log)), Tail: chainTail(e.log)}
 	for i, v := range e.log {
 		c.Entries[i] = bytes.Clone(v)
 	}

@@ -119,12 +119,6 @@ func (m *Memory) valueEqual(now int64, key string, val []byte) (*entry, error) {
 // writeValue stores val at key, where e is key's live entry or nil, after
 // making room for it.
 func (m *Memory) writeValue(now int64, key string, e *entry, val []byte, ttl time.Duration, held bool) error {
-	return m.storeValue(now, key, e, val, ttl, held, false)
-}
-
-// storeValue is writeValue; keep stores val itself rather than a copy (the
-// caller gave it up; see Link).
-func (m *Memory) storeValue(now int64, key string, e *entry, val []byte, ttl time.Duration, held, keep bool) error {
 	size := int64(len(key) + len(val))
 	dWeight, dSize := int64(1), size
 	if e != nil {
@@ -137,18 +131,13 @@ func (m *Memory) storeValue(now int64, key string, e *entry, val []byte, ttl tim
 		e = m.insert(key, kindValue)
 	}
 	// Reuse the old buffer when it fits without wasting much (callers only
-	// ever see copies, and CAS loops then write without allocating), unless
-	// it was a caller's: that may be shared (a record's bytes are part of
-	// its chain entry's).
-	switch {
-	case keep:
-		e.val = val
-	case !e.kept && cap(e.val) >= len(val) && cap(e.val) <= 2*len(val)+64:
+	// ever see copies, and CAS loops then write without allocating).
+	if cap(e.val) >= len(val) && cap(e.val) <= 2*len(val)+64 {
 		e.val = append(e.val[:0], val...)
-	default:
+	} else {
 		e.val = append(make([]byte, 0, len(val)), val...)
 	}
-	e.kind, e.log, e.attached, e.idx, e.held, e.kept = kindValue, nil, nil, nil, held, keep
+	e.kind, e.log, e.attached, e.idx, e.held = kindValue, nil, nil, nil, held
 	m.resize(e, dWeight, dSize)
 	m.written(e)
 	m.expireAt(e, deadline(now, ttl))

@@ -384,12 +384,12 @@ func TestMemoryKeptLinkBytesNeverWrittenInto(t *testing.T) {
 	ctx := context.Background()
 	entry := []byte(`{"seq":1,"record":{"id":"r1","state":"sent"}}`)
 	rec := entry[19 : len(entry)-1] // the record inside the entry
-	res, err := m.AppendChained(ctx, []state.Link{{Log: "{t}:chain", Seq: 1, Tail: "1:x", Entry: entry,
+	res, err := m.AppendChained(ctx, []state.Link{{Log: "{t}:chain", Seq: 1, Entry: entry,
 		Attach: []state.KV{{Key: "rec", Val: rec}}, TTL: time.Hour}})
 	if err != nil || !res[0].OK {
 		t.Fatalf("AppendChained = %+v, %v", res, err)
 	}
-	res, err = m.AppendChained(ctx, []state.Link{{Log: "{t}:chain", Seq: 2, Prev: "1:x", Tail: "2:x", Entry: []byte("{}"),
+	res, err = m.AppendChained(ctx, []state.Link{{Log: "{t}:chain", Seq: 2, Entry: []byte("{}"),
 		Attach: []state.KV{{Key: "rec", Val: []byte(`{"id":"r1","state":"dead"}`)}}, TTL: time.Hour}})
 	if err != nil || !res[0].OK {
 		t.Fatalf("AppendChained = %+v, %v", res, err)

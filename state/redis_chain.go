@@ -6,29 +6,34 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// A chain in Redis is one hash at its key: field "e:N" holds entry N, "t:N"
-// the tail after it and "a:NAME" an attached value. A link is a few plain
-// commands in a MULTI block: HSETNX e:N, HSETNX t:N, HSET of what it
-// attaches, PEXPIRE. HSETNX of e:N is the compare-and-set: whoever claims
-// entry N first extends the chain, and as the block runs whole, the tail of
-// a link that lost the race is refused with its entry. Plain commands cost
-// Redis a fraction of what a script calling the same commands costs, and a
-// chain is one key: one hash slot, one TTL.
+// A chain in Redis is one hash at its key: field "e:N" holds entry N, "m:N"
+// marks that entry N was written, and "a:NAME" holds an attached value. A
+// link is plain commands in a pipeline, with no MULTI block and no script:
+// HSETNX of e:N, which is the compare-and-set (whoever claims entry N first
+// extends the chain, and entries are never replaced), and one HSET of the
+// marker with what the link attaches. A batch refreshes each chain's TTL
+// with one PEXPIRE. The marker's value is empty whoever writes it, so a
+// writer that lost the race for e:N writes the same marker as the winner;
+// it is there so that an entry deleted from the end of a chain leaves its
+// number behind. The first entry of a chain with nothing attached needs no
+// marker: deleting it deletes the key, which no marker would survive
+// either, so the common one-entry chain (a receipt) costs two commands.
+// Tails are not stored: a tail is ChainTail of its entry, so
+// the store reads the entry and hashes it when it needs one, which is only
+// when a link lost a race or a chain is read whole.
 
-// tailProbe is how many tails one read looks at to find a chain's end.
+// tailProbe is how many entries one read looks at to find a chain's end.
 const tailProbe = 16
 
-// AppendChained writes the links in one MULTI block (on Cluster, go-redis
-// sends one block per hash slot, all in one round trip). A chain's second
-// link in a batch goes in a block of its own after the first has landed,
-// and so on. A refused link costs one more round trip, to learn the tail it
-// should have followed.
+// AppendChained writes the links in one pipeline (on Cluster go-redis splits
+// it by node, all in one round trip). A chain's second link in a batch goes
+// in a pipeline of its own after the first has landed, and so on. A refused
+// link costs one more round trip, to learn the tail it should have followed.
 func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
@@ -38,6 +43,7 @@ func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, 
 	for i := range pending {
 		pending[i] = i
 	}
+	ttls := chainTTLs(links)
 	for len(pending) > 0 {
 		// This round: the first pending link of each chain; the rest wait.
 		var now, later []int
@@ -54,10 +60,11 @@ func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, 
 				now = append(now, i)
 			}
 		}
-		lost, err := r.linkRound(ctx, links, now, out)
+		lost, err := r.linkRound(ctx, links, now, ttls, out)
 		if err != nil {
 			return nil, err
 		}
+		ttls = nil // every chain of the batch had its first link in the first round
 		if len(lost) > 0 {
 			tails, err := r.chainTails(ctx, links, lost)
 			if err != nil {
@@ -87,38 +94,30 @@ func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, 
 	return out, nil
 }
 
-// linkRound sends the links at idx, one per chain, in one MULTI block,
-// fills out for those that landed or failed, and returns those that found
-// their entry taken. On Cluster, where a block may touch one hash slot only,
-// each link is a block of its own, at most clusterBlocks at a time.
-func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, out []LinkResult) (lost []int, err error) {
+// linkRound sends the links at idx, one per chain, in one pipeline with the
+// PEXPIRE of each chain in ttls, fills out for those that landed or failed,
+// and returns those that found their entry taken.
+func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, ttls map[string]time.Duration, out []LinkResult) (lost []int, err error) {
 	claims := make([]*redis.BoolCmd, len(idx))
-	queue := func(p redis.Pipeliner, j int) {
-		l := &links[idx[j]]
-		key := r.Key(l.Log)
-		claims[j] = p.HSetNX(ctx, key, entryField(l.Seq), l.Entry)
-		p.HSetNX(ctx, key, tailField(l.Seq), l.Tail)
-		if len(l.Attach) > 0 {
-			fv := make([]any, 0, 2*len(l.Attach))
-			for _, kv := range l.Attach {
-				fv = append(fv, attachedField(kv.Key), kv.Val)
+	_, err = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for j, i := range idx {
+			l := &links[i]
+			key := r.Key(l.Log)
+			claims[j] = p.HSetNX(ctx, key, entryField(l.Seq), l.Entry)
+			if l.Seq > 1 || len(l.Attach) > 0 {
+				fv := make([]any, 0, 2+2*len(l.Attach))
+				fv = append(fv, writtenField(l.Seq), "")
+				for _, kv := range l.Attach {
+					fv = append(fv, attachedField(kv.Key), kv.Val)
+				}
+				p.HSet(ctx, key, fv...)
 			}
-			p.HSet(ctx, key, fv...)
-		}
-		if l.TTL > 0 {
-			p.PExpire(ctx, key, time.Duration(millis(l.TTL))*time.Millisecond)
-		}
-	}
-	if _, cluster := r.client.(*redis.ClusterClient); cluster && len(idx) > 1 {
-		err = r.clusterBlocks(ctx, len(idx), queue)
-	} else {
-		_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			for j := range idx {
-				queue(p, j)
+			if ttl, ok := ttls[l.Log]; ok {
+				p.PExpire(ctx, key, time.Duration(millis(ttl))*time.Millisecond)
 			}
-			return nil
-		})
-	}
+		}
+		return nil
+	})
 	if err != nil {
 		if _, reply := errors.AsType[redis.Error](err); !reply {
 			return nil, wrapRedis("append chained", err)
@@ -130,47 +129,12 @@ func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, out []Li
 		case err != nil:
 			out[i].Err = wrapRedis("append chained", err)
 		case ok:
-			out[i] = LinkResult{OK: true, Tail: links[i].Tail}
+			out[i] = LinkResult{OK: true}
 		default:
 			lost = append(lost, i)
 		}
 	}
 	return lost, nil
-}
-
-// clusterBlocks is how many MULTI blocks a Cluster batch has in flight.
-const clusterBlocks = 8
-
-// clusterBlocks runs n blocks, each queued by queue, concurrently. It
-// returns the first error that is not a Redis reply: the replies are read
-// per link.
-func (r *Redis) clusterBlocks(ctx context.Context, n int, queue func(redis.Pipeliner, int)) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	sem := make(chan struct{}, clusterBlocks)
-	for j := 0; j < n; j++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				queue(p, j)
-				return nil
-			})
-			if _, reply := errors.AsType[redis.Error](err); err != nil && !reply {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return first
 }
 
 type learnedTail struct {
@@ -180,7 +144,7 @@ type learnedTail struct {
 
 // chainTails finds the current tail of each chain whose link at idx found
 // its entry taken: the tail of its last entry, at or after the taken one.
-// Entries are consecutive, so one HMGET of the next tailProbe tails finds
+// Entries are consecutive, so one HMGET of the next tailProbe entries finds
 // it unless the chain grew further meanwhile.
 func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]learnedTail, error) {
 	out := make([]learnedTail, len(idx))
@@ -195,7 +159,7 @@ func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]lear
 			for n, j := range todo {
 				fields := make([]string, tailProbe)
 				for k := range fields {
-					fields[k] = tailField(from[j] + int64(k))
+					fields[k] = entryField(from[j] + int64(k))
 				}
 				cmds[n] = p.HMGet(ctx, r.Key(links[idx[j]].Log), fields...)
 			}
@@ -216,13 +180,14 @@ func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]lear
 			}
 			switch {
 			case last < 0:
-				out[j].err = fmt.Errorf("state: redis: append chained: chain %s has entry %d without its tail: it was edited outside Baton, or Redis refused part of a link",
+				out[j].err = fmt.Errorf("state: redis: append chained: chain %s refused entry %d, which is gone: the chain expired meanwhile, or was edited outside Baton",
 					links[idx[j]].Log, from[j])
 			case last == len(vals)-1:
 				from[j] += int64(len(vals)) - 1 // the chain goes on: look further
 				next = append(next, j)
 			default:
-				out[j].tail, _ = vals[last].(string)
+				entry, _ := vals[last].(string)
+				out[j].tail = ChainTail(from[j]+int64(last), []byte(entry))
 			}
 		}
 		todo = next
@@ -230,7 +195,9 @@ func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]lear
 	return out, nil
 }
 
-// ReadChain reads the hash's field names, then its entries and last tail.
+// ReadChain reads the hash's field names, then its entries. The tail is the
+// ChainTail of the last entry, or only the number of the last marker when
+// that entry is gone.
 func (r *Redis) ReadChain(ctx context.Context, log string) (Chain, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
@@ -239,7 +206,7 @@ func (r *Redis) ReadChain(ctx context.Context, log string) (Chain, error) {
 	if err != nil {
 		return Chain{}, wrapRedis("read chain", err)
 	}
-	var last, lastTail int64
+	var last, lastMark int64
 	for _, f := range names {
 		kind, n, ok := strings.Cut(f, ":")
 		if !ok {
@@ -252,29 +219,38 @@ func (r *Redis) ReadChain(ctx context.Context, log string) (Chain, error) {
 		switch kind {
 		case "e":
 			last = max(last, seq)
-		case "t":
-			lastTail = max(lastTail, seq)
+		case "m":
+			lastMark = max(lastMark, seq)
 		}
 	}
-	if last == 0 && lastTail == 0 {
+	if last == 0 && lastMark == 0 {
 		return Chain{Entries: [][]byte{}}, nil
 	}
-	fields := make([]string, 0, last+1)
-	for seq := int64(1); seq <= last; seq++ {
-		fields = append(fields, entryField(seq))
-	}
-	fields = append(fields, tailField(lastTail))
-	vals, err := r.client.HMGet(ctx, key, fields...).Result()
-	if err != nil {
-		return Chain{}, wrapRedis("read chain", err)
-	}
 	c := Chain{Entries: make([][]byte, 0, last)}
-	for _, v := range vals[:last] {
-		if s, ok := v.(string); ok { // a missing entry is left out: Verify sees the gap
-			c.Entries = append(c.Entries, []byte(s))
+	var lastEntry []byte
+	if last > 0 {
+		fields := make([]string, 0, last)
+		for seq := int64(1); seq <= last; seq++ {
+			fields = append(fields, entryField(seq))
+		}
+		vals, err := r.client.HMGet(ctx, key, fields...).Result()
+		if err != nil {
+			return Chain{}, wrapRedis("read chain", err)
+		}
+		for seq, v := range vals {
+			if s, ok := v.(string); ok { // a missing entry is left out: Verify sees the gap
+				c.Entries = append(c.Entries, []byte(s))
+				if int64(seq+1) == last {
+					lastEntry = c.Entries[len(c.Entries)-1]
+				}
+			}
 		}
 	}
-	c.Tail, _ = vals[last].(string)
+	if lastMark > last || lastEntry == nil {
+		c.Tail = strconv.FormatInt(max(last, lastMark), 10) + ":" // its entry was deleted
+	} else {
+		c.Tail = ChainTail(last, lastEntry)
+	}
 	return c, nil
 }
 

@@ -255,7 +255,8 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			time.Sleep(time.Duration(rand.Int64N(int64(round) * int64(200*time.Microsecond))))
 		}
 		links := make([]state.Link, len(pending))
-		assumed := map[string]string{} // tails within this batch
+		tails := make([]string, len(pending)) // the tail after each link
+		assumed := map[string]string{}        // tails within this batch
 		for i, r := range pending {
 			tail, ok := assumed[r.TraceID]
 			if !ok {
@@ -269,9 +270,8 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 				cp := r.Request.AppendJSON(make([]byte, 0, 256+len(r.Request.Body)*4/3))
 				attach = []state.KV{{Key: checkpointName(r.ID), Val: cp}}
 			}
-			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Prev: tail, Tail: next, Entry: entry,
-				Attach: attach, TTL: b.retention}
-			assumed[r.TraceID] = next
+			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Entry: entry, Attach: attach, TTL: b.retention}
+			tails[i], assumed[r.TraceID] = next, next
 		}
 		res, err := b.store.AppendChained(ctx, links)
 		if err != nil {
@@ -284,7 +284,7 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			case lr.Err != nil:
 				return fmt.Errorf("record: writing %s: %w", pending[i].ID, lr.Err)
 			case lr.OK:
-				b.tails.set(pending[i].TraceID, links[i].Tail, now)
+				b.tails.set(pending[i].TraceID, tails[i], now)
 				if pending[i].Request != nil {
 					pending[i].checkpointed = true
 				}

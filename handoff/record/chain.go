@@ -9,13 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/batonproxy/baton/state"
 )
 
 // Entry is one link of a trace's hash chain: a snapshot of a record (without
 // its checkpoint body) and the digest of the link before it. The digest of an
 // entry is the sha-256 of its stored bytes, and the chain's tail names the
-// last entry as "seq:digest", so an edited entry breaks the link after it and
-// a deleted last entry no longer matches the tail.
+// last entry as "seq:digest" (state.ChainTail), so an edited entry breaks the
+// link after it, and a deleted last entry leaves a tail that names it.
 type Entry struct {
 	Seq    int       `json:"seq"`
 	Prev   string    `json:"prev"`
@@ -40,12 +42,8 @@ func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, seqNo int
 	snap.Request = nil
 	b = snap.AppendJSON(b)
 	b = append(b, '}')
-	sum := sha256.Sum256(b)
 	var tailBuf [20 + 1 + 2*sha256.Size]byte
-	t := strconv.AppendInt(tailBuf[:0], int64(seq+1), 10)
-	t = append(t, ':')
-	t = hex.AppendEncode(t, sum[:])
-	return b, seq + 1, string(t)
+	return b, seq + 1, string(state.AppendChainTail(tailBuf[:0], int64(seq+1), b))
 }
 
 // parseTail splits "seq:digest"; an empty tail is seq 0 with no digest.
@@ -102,7 +100,11 @@ func Verify(entries [][]byte, tail string) error {
 		prev, prevSeq = digest(b), e.Seq
 	}
 	if want := strconv.Itoa(prevSeq) + ":" + prev; tail != want {
-		problems = append(problems, fmt.Sprintf("the chain ends at %s but its tail is %s: the last entries were edited or deleted", want, tail))
+		if n, d := parseTail(tail); d == "" && n > prevSeq {
+			problems = append(problems, fmt.Sprintf("the chain ends at entry %d but entry %d was written: the last entries were deleted", prevSeq, n))
+		} else {
+			problems = append(problems, fmt.Sprintf("the chain ends at %s but its tail is %s: the last entries were edited or deleted", want, tail))
+		}
 	}
 	if problems != nil {
 		return &ChainError{Problems: problems}

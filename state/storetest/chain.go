@@ -27,8 +27,8 @@ func chainCases() []testCase {
 // chainKey puts a test's keys under one hash tag, as callers must.
 func chainKey(t *testing.T, name string) string { return "{" + t.Name() + "}:" + name }
 
-// tailOf names entry seq of a test chain as callers do, "seq:digest".
-func tailOf(seq int, id string) string { return strconv.Itoa(seq) + ":" + id }
+// tailOf is the tail of a chain whose last entry is entry number seq.
+func tailOf(seq int, entry string) string { return state.ChainTail(int64(seq), []byte(entry)) }
 
 func link1(t *testing.T, s state.Store, l state.Link) state.LinkResult {
 	t.Helper()
@@ -40,27 +40,30 @@ func link1(t *testing.T, s state.Store, l state.Link) state.LinkResult {
 	return res[0]
 }
 
-// grow appends n entries to the chain at log, from its empty state.
+// grow appends n entries, "x1" to "xN", to the chain at log, from its empty
+// state.
 func grow(t *testing.T, s state.Store, log string, n int) {
 	t.Helper()
-	prev := ""
 	for seq := 1; seq <= n; seq++ {
-		tail := tailOf(seq, "x")
-		if r := link1(t, s, state.Link{Log: log, Seq: int64(seq), Prev: prev, Tail: tail,
-			Entry: []byte("x" + strconv.Itoa(seq)), TTL: long}); !r.OK {
+		if r := link1(t, s, state.Link{Log: log, Seq: int64(seq), Entry: []byte("x" + strconv.Itoa(seq)), TTL: long}); !r.OK {
 			t.Fatalf("link %d: %+v", seq, r)
 		}
-		prev = tail
 	}
 }
 
-func wantChain(t *testing.T, s state.Store, log string, entries []string, tail string) {
+// wantChain reads the chain at log and checks its entries and that its tail
+// is the tail of the last one.
+func wantChain(t *testing.T, s state.Store, log string, entries ...string) {
 	t.Helper()
 	c, err := s.ReadChain(t.Context(), log)
 	must(t, "ReadChain", err)
 	got := make([]string, len(c.Entries))
 	for i, e := range c.Entries {
 		got[i] = string(e)
+	}
+	tail := ""
+	if len(entries) > 0 {
+		tail = tailOf(len(entries), entries[len(entries)-1])
 	}
 	if strings.Join(got, ",") != strings.Join(entries, ",") || len(got) != len(entries) || c.Tail != tail {
 		t.Fatalf("chain %s = %q with tail %q, want %q with tail %q", log, got, c.Tail, entries, tail)
@@ -84,17 +87,17 @@ func wantAttached(t *testing.T, s state.Store, log, name, want string) {
 
 func testChainLinks(t *testing.T, s state.Store) {
 	log := chainKey(t, "log")
-	r := link1(t, s, state.Link{Log: log, Seq: 1, Prev: "", Tail: "1:a", Entry: []byte("e1"),
+	r := link1(t, s, state.Link{Log: log, Seq: 1, Entry: []byte("e1"),
 		Attach: []state.KV{{Key: "cp:r1", Val: []byte("v1")}}, TTL: long})
-	if !r.OK || r.Err != nil || r.Tail != "1:a" {
+	if !r.OK || r.Err != nil || r.Tail != "" {
 		t.Fatalf("first link: %+v", r)
 	}
-	r = link1(t, s, state.Link{Log: log, Seq: 2, Prev: "1:a", Tail: "2:b", Entry: []byte("e2"),
+	r = link1(t, s, state.Link{Log: log, Seq: 2, Entry: []byte("e2"),
 		Attach: []state.KV{{Key: "cp:r2", Val: []byte("v2")}, {Key: "cp:r1", Val: []byte("v1'")}}, TTL: long})
 	if !r.OK {
 		t.Fatalf("second link: %+v", r)
 	}
-	wantChain(t, s, log, []string{"e1", "e2"}, "2:b")
+	wantChain(t, s, log, "e1", "e2")
 	wantAttached(t, s, log, "cp:r1", "v1'")
 	wantAttached(t, s, log, "cp:r2", "v2")
 	wantAttached(t, s, log, "cp:r3", "")
@@ -102,54 +105,54 @@ func testChainLinks(t *testing.T, s state.Store) {
 
 func testChainStale(t *testing.T, s state.Store) {
 	log := chainKey(t, "log")
-	link1(t, s, state.Link{Log: log, Seq: 1, Prev: "", Tail: "1:a", Entry: []byte("e1"), TTL: long})
-	r := link1(t, s, state.Link{Log: log, Seq: 1, Prev: "", Tail: "1:x", Entry: []byte("other"), TTL: long})
-	if r.OK || r.Err != nil || r.Tail != "1:a" {
-		t.Fatalf("stale link: %+v, want not OK with tail 1:a", r)
+	link1(t, s, state.Link{Log: log, Seq: 1, Entry: []byte("e1"), TTL: long})
+	r := link1(t, s, state.Link{Log: log, Seq: 1, Entry: []byte("other"), TTL: long,
+		Attach: []state.KV{{Key: "cp:other", Val: []byte("v")}}})
+	if want := tailOf(1, "e1"); r.OK || r.Err != nil || r.Tail != want {
+		t.Fatalf("stale link: %+v, want not OK with tail %s", r, want)
 	}
-	wantChain(t, s, log, []string{"e1"}, "1:a")
+	wantChain(t, s, log, "e1")
+	wantAttached(t, s, log, "cp:other", "v") // written all the same, as documented
 	// Built on the tail it learned, it lands.
-	if r := link1(t, s, state.Link{Log: log, Seq: 2, Prev: r.Tail, Tail: "2:x", Entry: []byte("other"), TTL: long}); !r.OK {
+	if r := link1(t, s, state.Link{Log: log, Seq: 2, Entry: []byte("other"), TTL: long}); !r.OK {
 		t.Fatalf("relinked: %+v", r)
 	}
-	wantChain(t, s, log, []string{"e1", "other"}, "2:x")
+	wantChain(t, s, log, "e1", "other")
 }
 
 func testChainFarAhead(t *testing.T, s state.Store) {
 	log := chainKey(t, "log")
-	grow(t, s, log, 40) // more than one read of tails (Redis reads 16 at a time)
-	r := link1(t, s, state.Link{Log: log, Seq: 2, Prev: tailOf(1, "x"), Tail: "2:y", Entry: []byte("late"), TTL: long})
-	if r.OK || r.Err != nil || r.Tail != tailOf(40, "x") {
-		t.Fatalf("link 38 entries behind: %+v, want the tail %s", r, tailOf(40, "x"))
+	grow(t, s, log, 40) // more than one read to find the end (Redis reads 16 at a time)
+	r := link1(t, s, state.Link{Log: log, Seq: 2, Entry: []byte("late"), TTL: long})
+	if want := tailOf(40, "x40"); r.OK || r.Err != nil || r.Tail != want {
+		t.Fatalf("link 38 entries behind: %+v, want the tail %s", r, want)
 	}
 }
 
 func testChainBatch(t *testing.T, s state.Store) {
 	a, b, c := chainKey(t, "a"), "{"+t.Name()+"-b}:b", "{"+t.Name()+"-c}:c"
-	link1(t, s, state.Link{Log: b, Seq: 1, Prev: "", Tail: "1:b", Entry: []byte("b1"), TTL: long})
+	link1(t, s, state.Link{Log: b, Seq: 1, Entry: []byte("b1"), TTL: long})
 	res, err := s.AppendChained(t.Context(), []state.Link{
-		{Log: a, Seq: 1, Prev: "", Tail: "1:a", Entry: []byte("a1"), TTL: long,
-			Attach: []state.KV{{Key: "cp:a1", Val: []byte("cpa1")}}},
-		{Log: b, Seq: 1, Prev: "", Tail: "1:x", Entry: []byte("stale"), TTL: long},
-		{Log: a, Seq: 2, Prev: "1:a", Tail: "2:a", Entry: []byte("a2"), TTL: long},
-		{Log: b, Seq: 2, Prev: "1:x", Tail: "2:x", Entry: []byte("after the stale one"), TTL: long},
-		{Log: c, Seq: 1, Prev: "", Tail: "1:c", Entry: []byte("c1")},
-		{Log: a, Seq: 3, Prev: "2:a", Tail: "3:a", Entry: []byte("a3"), TTL: long,
-			Attach: []state.KV{{Key: "cp:a3", Val: []byte("cpa3")}}},
+		{Log: a, Seq: 1, Entry: []byte("a1"), TTL: long, Attach: []state.KV{{Key: "cp:a1", Val: []byte("cpa1")}}},
+		{Log: b, Seq: 1, Entry: []byte("stale"), TTL: long},
+		{Log: a, Seq: 2, Entry: []byte("a2"), TTL: long},
+		{Log: b, Seq: 2, Entry: []byte("after the stale one"), TTL: long},
+		{Log: c, Seq: 1, Entry: []byte("c1")},
+		{Log: a, Seq: 3, Entry: []byte("a3"), TTL: long, Attach: []state.KV{{Key: "cp:a3", Val: []byte("cpa3")}}},
 	})
 	must(t, "AppendChained", err)
 	if len(res) != 6 {
 		t.Fatalf("%d results for 6 links", len(res))
 	}
-	for i, want := range []state.LinkResult{{OK: true, Tail: "1:a"}, {Tail: "1:b"}, {OK: true, Tail: "2:a"},
-		{Tail: "1:b"}, {OK: true, Tail: "1:c"}, {OK: true, Tail: "3:a"}} {
+	b1 := tailOf(1, "b1")
+	for i, want := range []state.LinkResult{{OK: true}, {Tail: b1}, {OK: true}, {Tail: b1}, {OK: true}, {OK: true}} {
 		if res[i] != want {
 			t.Errorf("link %d: %+v, want %+v", i, res[i], want)
 		}
 	}
-	wantChain(t, s, a, []string{"a1", "a2", "a3"}, "3:a")
-	wantChain(t, s, b, []string{"b1"}, "1:b")
-	wantChain(t, s, c, []string{"c1"}, "1:c")
+	wantChain(t, s, a, "a1", "a2", "a3")
+	wantChain(t, s, b, "b1")
+	wantChain(t, s, c, "c1")
 	wantAttached(t, s, a, "cp:a1", "cpa1")
 	wantAttached(t, s, a, "cp:a3", "cpa3")
 }
@@ -157,15 +160,25 @@ func testChainBatch(t *testing.T, s state.Store) {
 func testChainTTL(t *testing.T, s state.Store) {
 	// A later link refreshes the TTL of the whole chain, attachments included.
 	log := chainKey(t, "log")
-	link1(t, s, state.Link{Log: log, Seq: 1, Tail: "1:a", Entry: []byte("e1"), TTL: short,
+	link1(t, s, state.Link{Log: log, Seq: 1, Entry: []byte("e1"), TTL: short,
 		Attach: []state.KV{{Key: "cp", Val: []byte("v")}}})
-	link1(t, s, state.Link{Log: log, Seq: 2, Prev: "1:a", Tail: "2:b", Entry: []byte("e2"), TTL: long})
+	link1(t, s, state.Link{Log: log, Seq: 2, Entry: []byte("e2"), TTL: long})
 	outlive(t, s)
-	wantChain(t, s, log, []string{"e1", "e2"}, "2:b")
+	wantChain(t, s, log, "e1", "e2")
 	wantAttached(t, s, log, "cp", "v")
 
+	// In one batch, the chain gets the longest TTL its links ask for.
+	batch := chainKey(t, "batch")
+	_, err := s.AppendChained(t.Context(), []state.Link{
+		{Log: batch, Seq: 1, Entry: []byte("e1"), TTL: long},
+		{Log: batch, Seq: 2, Entry: []byte("e2"), TTL: short},
+	})
+	must(t, "AppendChained", err)
+	outlive(t, s)
+	wantChain(t, s, batch, "e1", "e2")
+
 	gone := chainKey(t, "gone")
-	link1(t, s, state.Link{Log: gone, Seq: 1, Tail: "1:a", Entry: []byte("e1"), TTL: short,
+	link1(t, s, state.Link{Log: gone, Seq: 1, Entry: []byte("e1"), TTL: short,
 		Attach: []state.KV{{Key: "cp", Val: []byte("v")}}})
 	eventually(t, "waiting for the chain to expire", func(ctx context.Context) (bool, error) {
 		c, err := s.ReadChain(ctx, gone)
@@ -178,7 +191,7 @@ func testChainTTL(t *testing.T, s state.Store) {
 }
 
 func testChainAbsent(t *testing.T, s state.Store) {
-	wantChain(t, s, chainKey(t, "none"), []string{}, "")
+	wantChain(t, s, chainKey(t, "none"))
 	wantAttached(t, s, chainKey(t, "none"), "cp", "")
 }
 
@@ -192,15 +205,14 @@ func testChainConcurrent(t *testing.T, s state.Store) {
 			defer wg.Done()
 			prev, seq, n := "", 0, 0
 			for n < each {
-				tail := tailOf(seq+1, strconv.Itoa(w)+"-"+strconv.Itoa(n))
-				r := link1(t, s, state.Link{Log: log, Seq: int64(seq + 1), Prev: prev, Tail: tail,
-					Entry: []byte(prev + ">" + tail), TTL: long})
+				entry := []byte(prev + ">" + strconv.Itoa(w) + "-" + strconv.Itoa(n))
+				r := link1(t, s, state.Link{Log: log, Seq: int64(seq + 1), Entry: entry, TTL: long})
 				switch {
 				case r.Err != nil:
 					t.Error(r.Err)
 					return
 				case r.OK:
-					prev, seq, n = tail, seq+1, n+1
+					prev, seq, n = state.ChainTail(int64(seq+1), entry), seq+1, n+1
 				default: // someone else linked: build on theirs
 					prev = r.Tail
 					seq, _ = strconv.Atoi(prev[:strings.IndexByte(prev, ':')])
@@ -217,11 +229,11 @@ func testChainConcurrent(t *testing.T, s state.Store) {
 	// Every entry names the previous entry's tail: one unbroken chain.
 	prev := ""
 	for i, e := range c.Entries {
-		p, tail, ok := strings.Cut(string(e), ">")
+		p, _, ok := strings.Cut(string(e), ">")
 		if !ok || p != prev {
 			t.Fatalf("entry %d %q does not follow %q", i, e, prev)
 		}
-		prev = tail
+		prev = state.ChainTail(int64(i+1), e)
 	}
 	if c.Tail != prev {
 		t.Fatalf("tail %q, want %q", c.Tail, prev)
