@@ -96,24 +96,45 @@ func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, 
 
 // linkRound sends the links at idx, one per chain, in one pipeline with the
 // PEXPIRE of each chain in ttls, fills out for those that landed or failed,
-// and returns those that found their entry taken.
+// and returns those that found their entry taken. The commands' arguments
+// share one backing array, and the field names of the first entries are
+// boxed once for all (see fieldArgs): records are written on every handoff.
 func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, ttls map[string]time.Duration, out []LinkResult) (lost []int, err error) {
-	claims := make([]*redis.BoolCmd, len(idx))
+	claims := make([]*redis.Cmd, len(idx))
+	n := 0
+	for _, i := range idx {
+		n += 4 + 4 + 2*len(links[i].Attach) + 3 // hsetnx, hset, pexpire: no append grows args
+	}
+	args := make([]any, 0, n)
+	since := func(start int) []any { return args[start:len(args):len(args)] }
+	var ttlArgs map[time.Duration]any
 	_, err = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for j, i := range idx {
 			l := &links[i]
-			key := r.Key(l.Log)
-			claims[j] = p.HSetNX(ctx, key, entryField(l.Seq), l.Entry)
+			key := any(r.Key(l.Log))
+			start := len(args)
+			args = append(args, "hsetnx", key, fieldArg(entryFieldArgs, entryField, l.Seq), l.Entry)
+			claims[j] = p.Do(ctx, since(start)...)
 			if l.Seq > 1 || len(l.Attach) > 0 {
-				fv := make([]any, 0, 2+2*len(l.Attach))
-				fv = append(fv, writtenField(l.Seq), "")
+				start = len(args)
+				args = append(args, "hset", key, fieldArg(writtenFieldArgs, writtenField, l.Seq), "")
 				for _, kv := range l.Attach {
-					fv = append(fv, attachedField(kv.Key), kv.Val)
+					args = append(args, attachedField(kv.Key), kv.Val)
 				}
-				p.HSet(ctx, key, fv...)
+				p.Do(ctx, since(start)...)
 			}
 			if ttl, ok := ttls[l.Log]; ok {
-				p.PExpire(ctx, key, time.Duration(millis(ttl))*time.Millisecond)
+				ms, ok := ttlArgs[ttl]
+				if !ok {
+					if ttlArgs == nil {
+						ttlArgs = make(map[time.Duration]any, 1)
+					}
+					ms = millis(ttl)
+					ttlArgs[ttl] = ms
+				}
+				start = len(args)
+				args = append(args, "pexpire", key, ms)
+				p.Do(ctx, since(start)...)
 			}
 		}
 		return nil
@@ -124,7 +145,7 @@ func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, ttls map
 		}
 	}
 	for j, i := range idx {
-		ok, err := claims[j].Result()
+		ok, err := claims[j].Bool()
 		switch {
 		case err != nil:
 			out[i].Err = wrapRedis("append chained", err)
@@ -135,6 +156,26 @@ func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, ttls map
 		}
 	}
 	return lost, nil
+}
+
+// entryFieldArgs and writtenFieldArgs are the field names of the first
+// entries, boxed once.
+var entryFieldArgs, writtenFieldArgs = boxedFields(entryField), boxedFields(writtenField)
+
+func boxedFields(name func(int64) string) []any {
+	out := make([]any, 64)
+	for i := range out {
+		out[i] = name(int64(i))
+	}
+	return out
+}
+
+// fieldArg is the field name of entry seq as a command argument.
+func fieldArg(boxed []any, name func(int64) string, seq int64) any {
+	if seq >= 0 && seq < int64(len(boxed)) {
+		return boxed[seq]
+	}
+	return name(seq)
 }
 
 type learnedTail struct {
