@@ -327,7 +327,7 @@ func TestChainResumesAtC(t *testing.T) {
 		})
 		var sawReplayed bool
 		for _, e := range record.Decode(entries(v)) {
-			sawReplayed = sawReplayed || (e.Record.ID == dead && e.Record.State == record.Replayed)
+			sawReplayed = sawReplayed || (e.RecordID() == dead && e.State() == record.Replayed)
 		}
 		if !sawReplayed {
 			t.Error("the chain does not show dead → replayed → delivered")

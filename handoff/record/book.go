@@ -120,6 +120,7 @@ func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 	if first == nil {
 		for _, r := range recs {
 			r.checkpointed = r.checkpointed || r.Request != nil
+			r.stored = true
 		}
 	}
 	return first
@@ -288,6 +289,7 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 				if pending[i].Request != nil {
 					pending[i].checkpointed = true
 				}
+				pending[i].stored = true
 			default:
 				// Another writer linked first: learn its tail, try again. Later
 				// records of the same trace in this batch failed too.
@@ -308,27 +310,30 @@ func (b *Book) Get(ctx context.Context, id string) (*Record, error) {
 	if TraceOf(id) == "" || b.store == nil {
 		return nil, ErrNotFound
 	}
-	// A record's latest state is its last snapshot in its trace's chain.
+	// A record's latest state is its snapshot in its trace's chain with the
+	// updates after it applied.
 	log := chainKey(TraceOf(id))
 	c, err := b.store.ReadChain(ctx, log)
 	if err != nil {
 		return nil, fmt.Errorf("record: reading %s: %w", id, err)
 	}
-	var r Record
-	found := false
+	var entries []Entry
 	marker := []byte(`"id":"` + id + `"`)
-	for i := len(c.Entries) - 1; i >= 0 && !found; i-- {
-		if !bytes.Contains(c.Entries[i], marker) {
+	for _, b := range c.Entries {
+		if !bytes.Contains(b, marker) {
 			continue
 		}
 		var e Entry
-		if json.Unmarshal(c.Entries[i], &e) == nil && e.Record.ID == id {
-			r, found = e.Record, true
+		if json.Unmarshal(b, &e) == nil && e.RecordID() == id {
+			entries = append(entries, e)
 		}
 	}
-	if !found {
+	recs := Merge(entries)
+	if len(recs) == 0 {
 		return nil, ErrNotFound
 	}
+	r := recs[0]
+	r.stored = true // what it writes next is an Update
 	if r.Side == Egress {
 		cp, err := b.store.Attached(ctx, log, checkpointName(id))
 		switch {
@@ -337,6 +342,7 @@ func (b *Book) Get(ctx context.Context, id string) (*Record, error) {
 			if err := json.Unmarshal(cp, r.Request); err != nil {
 				return nil, fmt.Errorf("record: decoding the checkpoint of %s: %w", id, err)
 			}
+			r.checkpointed = true
 		case !errors.Is(err, state.ErrNotFound):
 			return nil, fmt.Errorf("record: reading the checkpoint of %s: %w", id, err)
 		}
@@ -363,14 +369,7 @@ func (b *Book) Trace(ctx context.Context, traceID string) (*Trace, error) {
 		return nil, fmt.Errorf("record: reading trace %s: %w", traceID, err)
 	}
 	entries, tail := c.Entries, c.Tail
-	latest := map[string]Record{}
-	for _, e := range Decode(entries) {
-		latest[e.Record.ID] = e.Record
-	}
-	recs := make([]Record, 0, len(latest))
-	for _, r := range latest {
-		recs = append(recs, r)
-	}
+	recs := Merge(Decode(entries))
 	sort.Slice(recs, func(i, j int) bool {
 		if !recs[i].Created.Equal(recs[j].Created) {
 			return recs[i].Created.Before(recs[j].Created)

@@ -309,3 +309,65 @@ func TestBookAfterTheChainExpired(t *testing.T) {
 		}
 	})
 }
+
+func TestBookWritesUpdatesAfterTheSnapshot(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s state.Store) {
+		ctx := context.Background()
+		b := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+		defer b.Close()
+		r := newRecord("b")
+		r.Trust = []string{"posture=verified"}
+		if err := b.Write(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		r.State, r.Attempts, r.Error = record.Failed, 1, "connection refused"
+		b.WriteLater(r)
+		r.State, r.Status, r.Attempts, r.Error, r.Outcome = record.Delivered, 200, 2, "", "delivered with status 200"
+		if err := b.Write(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		// A record read back (as a replay does) is written as updates too.
+		got, err := b.Get(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.State = record.Replayed
+		if err := b.Write(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+
+		tr, err := b.Trace(ctx, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries := record.Decode(tr.Entries)
+		if len(entries) != 4 || entries[0].Record == nil || entries[0].Update != nil {
+			t.Fatalf("%d entries, the first %+v: want 4, the first a snapshot", len(entries), entries[0])
+		}
+		for i, e := range entries[1:] {
+			if e.Record != nil || e.Update == nil || e.RecordID() != r.ID {
+				t.Fatalf("entry %d is not an update of %s: %s", i+2, r.ID, tr.Entries[i+1])
+			}
+			if len(tr.Entries[i+1]) >= len(tr.Entries[0]) {
+				t.Errorf("update %d is %d bytes, the snapshot %d", i+2, len(tr.Entries[i+1]), len(tr.Entries[0]))
+			}
+		}
+		if err := record.Verify(tr.Entries, tr.Tail); err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Records) != 1 {
+			t.Fatalf("%d records, want 1", len(tr.Records))
+		}
+		m := tr.Records[0]
+		if m.State != record.Replayed || m.Status != 200 || m.Attempts != 2 || m.Error != "" ||
+			m.Outcome != "delivered with status 200" || m.To != "b" || len(m.Trust) != 1 || !m.Replayable {
+			t.Errorf("merged record %+v", m)
+		}
+		again, err := b.Get(ctx, r.ID)
+		if err != nil || again.State != record.Replayed || again.To != "b" || string(again.Request.Body) != `{"x":1}` {
+			t.Errorf("Get = %+v, %v", again, err)
+		}
+	})
+}

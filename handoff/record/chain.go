@@ -13,8 +13,9 @@ import (
 	"github.com/batonproxy/baton/state"
 )
 
-// Entry is one link of a trace's hash chain: a snapshot of a record (without
-// its checkpoint body) and the digest of the link before it. The digest of an
+// Entry is one link of a trace's hash chain: the digest of the link before
+// it, and either a snapshot of a record (its first entry, without its
+// checkpoint body) or an Update of one (every later entry). The digest of an
 // entry is the sha-256 of its stored bytes, and the chain's tail names the
 // last entry as "seq:digest" (state.ChainTail), so an edited entry breaks the
 // link after it, and a deleted last entry leaves a tail that names it.
@@ -22,28 +23,89 @@ type Entry struct {
 	Seq    int       `json:"seq"`
 	Prev   string    `json:"prev"`
 	At     time.Time `json:"at"`
-	Record Record    `json:"record"`
+	Record *Record   `json:"record,omitempty"`
+	Update *Update   `json:"update,omitempty"`
+}
+
+// RecordID is the id of the record the entry is about.
+func (e *Entry) RecordID() string {
+	switch {
+	case e.Record != nil:
+		return e.Record.ID
+	case e.Update != nil:
+		return e.Update.ID
+	}
+	return ""
+}
+
+// State is the state the entry puts its record in.
+func (e *Entry) State() State {
+	switch {
+	case e.Record != nil:
+		return e.Record.State
+	case e.Update != nil:
+		return e.Update.State
+	}
+	return ""
 }
 
 // encodeEntry returns the stored bytes of the entry after tail for r
-// (encoded without its checkpoint), its number, and the new tail. The bytes
-// are those json.Marshal(Entry{...}) gives.
+// (encoded without its checkpoint, and as an Update once a snapshot of it is
+// stored), its number, and the new tail. The bytes are those
+// json.Marshal(Entry{...}) gives.
 func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, seqNo int, next string) {
 	seq, prev := parseTail(tail)
-	b := make([]byte, 0, 1024)
+	size := 1024
+	if r.stored {
+		size = 384
+	}
+	b := make([]byte, 0, size)
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, int64(seq+1), 10)
 	b = append(b, `,"prev":"`...)
 	b = append(b, prev...)
 	b = append(b, `","at":"`...)
 	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","record":`...)
-	snap := *r
-	snap.Request = nil
-	b = snap.AppendJSON(b)
+	if r.stored {
+		b = append(b, `","update":`...)
+		b = r.appendUpdateJSON(b)
+	} else {
+		b = append(b, `","record":`...)
+		snap := *r
+		snap.Request = nil
+		b = snap.AppendJSON(b)
+	}
 	b = append(b, '}')
 	var tailBuf [20 + 1 + 2*sha256.Size]byte
 	return b, seq + 1, string(state.AppendChainTail(tailBuf[:0], int64(seq+1), b))
+}
+
+// Merge returns the records of a chain's entries, each in its latest state
+// (its snapshot with the updates after it applied), in order of their first
+// entry. An update whose snapshot is gone (the chain was edited, or expired
+// and began again) yields a record holding the update's fields only.
+func Merge(entries []Entry) []Record {
+	var out []Record
+	at := map[string]int{}
+	for i := range entries {
+		e := &entries[i]
+		id := e.RecordID()
+		if id == "" {
+			continue
+		}
+		j, seen := at[id]
+		if !seen {
+			j = len(out)
+			at[id] = j
+			out = append(out, Record{ID: id, TraceID: TraceOf(id)})
+		}
+		if e.Record != nil {
+			out[j] = *e.Record
+			continue
+		}
+		e.Update.apply(&out[j])
+	}
+	return out
 }
 
 // parseTail splits "seq:digest"; an empty tail is seq 0 with no digest.
@@ -92,7 +154,7 @@ func Verify(entries [][]byte, tail string) error {
 		}
 		if e.Prev != prev {
 			problems = append(problems, fmt.Sprintf("entry %d (record %s) does not follow entry %d: an entry was edited or deleted",
-				e.Seq, e.Record.ID, prevSeq))
+				e.Seq, e.RecordID(), prevSeq))
 		}
 		if e.Seq != prevSeq+1 {
 			problems = append(problems, fmt.Sprintf("entry %d follows entry %d: entries are missing", e.Seq, prevSeq))

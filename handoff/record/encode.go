@@ -103,6 +103,34 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// appendUpdateJSON appends r's Update encoded exactly as json.Marshal of it,
+// with AppendJSON's substitutions.
+func (r *Record) appendUpdateJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, r.ID)
+	b = append(b, `,"state":`...)
+	b = appendString(b, string(r.State))
+	if r.Status != 0 {
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(r.Status), 10)
+	}
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(r.Attempts), 10)
+	b = append(b, `,"latency_ms":`...)
+	b = appendFloat(b, r.Latency)
+	if r.Outcome != "" {
+		b = append(b, `,"outcome":`...)
+		b = appendString(b, r.Outcome)
+	}
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, r.Error)
+	}
+	b = append(b, `,"updated":`...)
+	b = appendTime(b, r.Updated)
+	return append(b, '}')
+}
+
 func (e *EnvelopeSummary) appendJSON(b []byte) []byte {
 	b = append(b, `{"digest":`...)
 	b = appendString(b, e.Digest)

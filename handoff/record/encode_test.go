@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batonproxy/baton/state"
 )
 
 // encodedFields is every field the encoders write, as "json tag: Go type".
@@ -56,6 +58,23 @@ var encodedFields = map[reflect.Type][]string{
 		"open_questions: int",
 		"unverified: int",
 		"violations,omitempty: int",
+	},
+	reflect.TypeFor[Update](): {
+		"id: string",
+		"state: record.State",
+		"status,omitempty: int",
+		"attempts: int",
+		"latency_ms: float64",
+		"outcome,omitempty: string",
+		"error,omitempty: string",
+		"updated: time.Time",
+	},
+	reflect.TypeFor[Entry](): {
+		"seq: int",
+		"prev: string",
+		"at: time.Time",
+		"record,omitempty: *record.Record",
+		"update,omitempty: *record.Update",
 	},
 	reflect.TypeFor[Request](): {
 		"method: string",
@@ -145,12 +164,45 @@ func checkRecord(t *testing.T, r *Record) {
 	if got = got[len(prefix):]; !bytes.Equal(got, want) {
 		t.Fatalf("AppendJSON differs from json.Marshal\n got: %s\nwant: %s", got, want)
 	}
+	checkEntries(t, r, s)
 	back := new(Record)
 	if err := json.Unmarshal(got, back); err != nil {
 		t.Fatalf("json.Unmarshal: %v", err)
 	}
 	if want, ok := decodedForm(back, s); !reflect.DeepEqual(*back, want) || !ok {
 		t.Fatalf("round trip changed the record\n got: %s\nwant: %s", dump(*back), dump(want))
+	}
+}
+
+// checkEntries fails unless encodeEntry gives json.Marshal's bytes of the
+// Entry it documents, for r as a first entry (a snapshot without its
+// checkpoint) and as a later one (an Update); s is r substituted.
+func checkEntries(t *testing.T, r *Record, s Record) {
+	t.Helper()
+	now := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.FixedZone("", 3600))
+	for _, stored := range []bool{false, true} {
+		rr := *r
+		rr.stored = stored
+		got, seq, tail := encodeEntry("3:abcd", &rr, now)
+		e := Entry{Seq: 4, Prev: "abcd", At: now.UTC()}
+		if stored {
+			e.Update = &Update{ID: s.ID, State: s.State, Status: s.Status, Attempts: s.Attempts, Latency: s.Latency,
+				Outcome: s.Outcome, Error: s.Error, Updated: s.Updated}
+		} else {
+			snap := s
+			snap.Request = nil
+			e.Record = &snap
+		}
+		want, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatalf("json.Marshal of the entry: %v", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encodeEntry (stored %v) differs from json.Marshal\n got: %s\nwant: %s", stored, got, want)
+		}
+		if seq != 4 || tail != state.ChainTail(4, got) {
+			t.Fatalf("encodeEntry: seq %d, tail %s; want 4 and the entry's ChainTail", seq, tail)
+		}
 	}
 }
 

@@ -82,6 +82,29 @@ type Record struct {
 	Request *Request `json:"request,omitempty"`
 
 	checkpointed bool // the checkpoint is stored
+	stored       bool // a snapshot is in the chain: later writes are Updates
+}
+
+// Update is what changes in a record after its first write. The first entry
+// of a record in its trace's chain is the whole record; every later one is
+// an Update, a third of the size, so that an outcome costs the store and the
+// hash a fraction of a snapshot. Only these fields may change once a record
+// is written (a Book writes nothing else of it again).
+type Update struct {
+	ID       string    `json:"id"`
+	State    State     `json:"state"`
+	Status   int       `json:"status,omitempty"`
+	Attempts int       `json:"attempts"`
+	Latency  float64   `json:"latency_ms"`
+	Outcome  string    `json:"outcome,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Updated  time.Time `json:"updated"`
+}
+
+// apply sets r's changing fields to u's.
+func (u *Update) apply(r *Record) {
+	r.State, r.Status, r.Attempts, r.Latency = u.State, u.Status, u.Attempts, u.Latency
+	r.Outcome, r.Error, r.Updated = u.Outcome, u.Error, u.Updated
 }
 
 // EnvelopeSummary is what a record keeps of a handoff envelope.
