@@ -257,9 +257,16 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 		}
 		links := make([]state.Link, len(pending))
 		tails := make([]string, len(pending)) // the tail after each link
-		assumed := map[string]string{}        // tails within this batch
 		for i, r := range pending {
-			tail, ok := assumed[r.TraceID]
+			// A record follows the last one of its trace earlier in the batch
+			// (batches are small and traces rarely repeat in one: a scan
+			// costs less than a map), or else the tail last learned.
+			tail, ok := "", false
+			for j := i - 1; j >= 0 && !ok; j-- {
+				if pending[j].TraceID == r.TraceID {
+					tail, ok = tails[j], true
+				}
+			}
 			if !ok {
 				tail = b.tails.get(r.TraceID, now)
 			}
@@ -272,14 +279,14 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 				attach = []state.KV{{Key: checkpointName(r.ID), Val: cp}}
 			}
 			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Entry: entry, Attach: attach, TTL: b.retention}
-			tails[i], assumed[r.TraceID] = next, next
+			tails[i] = next
 		}
 		res, err := b.store.AppendChained(ctx, links)
 		if err != nil {
 			return fmt.Errorf("record: writing: %w", err)
 		}
 		var retry []*Record
-		relearned := map[string]bool{}
+		var relearned map[string]bool
 		for i, lr := range res {
 			switch {
 			case lr.Err != nil:
@@ -295,6 +302,9 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 				// records of the same trace in this batch failed too.
 				if t := pending[i].TraceID; !relearned[t] {
 					b.tails.set(t, lr.Tail, now)
+					if relearned == nil {
+						relearned = map[string]bool{}
+					}
 					relearned[t] = true
 				}
 				retry = append(retry, pending[i])
