@@ -72,24 +72,7 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"sender_key_id":`...)
 		b = appendString(b, r.SenderKeyID)
 	}
-	b = append(b, `,"state":`...)
-	b = appendString(b, string(r.State))
-	if r.Status != 0 {
-		b = append(b, `,"status":`...)
-		b = strconv.AppendInt(b, int64(r.Status), 10)
-	}
-	b = append(b, `,"attempts":`...)
-	b = strconv.AppendInt(b, int64(r.Attempts), 10)
-	b = append(b, `,"latency_ms":`...)
-	b = appendFloat(b, r.Latency)
-	if r.Outcome != "" {
-		b = append(b, `,"outcome":`...)
-		b = appendString(b, r.Outcome)
-	}
-	if r.Error != "" {
-		b = append(b, `,"error":`...)
-		b = appendString(b, r.Error)
-	}
+	b = r.appendProgress(b)
 	b = append(b, `,"replayable":`...)
 	b = strconv.AppendBool(b, r.Replayable)
 	b = append(b, `,"created":`...)
@@ -108,6 +91,15 @@ func (r *Record) AppendJSON(b []byte) []byte {
 func (r *Record) appendUpdateJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, r.ID)
+	b = r.appendProgress(b)
+	b = append(b, `,"updated":`...)
+	b = appendTime(b, r.Updated)
+	return append(b, '}')
+}
+
+// appendProgress appends the members from "state" to "error", which a
+// record and its Update share.
+func (r *Record) appendProgress(b []byte) []byte {
 	b = append(b, `,"state":`...)
 	b = appendString(b, string(r.State))
 	if r.Status != 0 {
@@ -126,9 +118,7 @@ func (r *Record) appendUpdateJSON(b []byte) []byte {
 		b = append(b, `,"error":`...)
 		b = appendString(b, r.Error)
 	}
-	b = append(b, `,"updated":`...)
-	b = appendTime(b, r.Updated)
-	return append(b, '}')
+	return b
 }
 
 func (e *EnvelopeSummary) appendJSON(b []byte) []byte {
