@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/state"
 )
@@ -211,4 +212,11 @@ func (s *measuredStore) Ping(ctx context.Context) error {
 	err := s.Store.Ping(ctx)
 	s.ops[opPing].Done(start, err)
 	return err
+}
+
+// InProcess reports whether the wrapped store is in-process (see
+// record.InProcess).
+func (s *measuredStore) InProcess() bool {
+	ip, ok := s.Store.(record.InProcess)
+	return ok && ip.InProcess()
 }

@@ -11,8 +11,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/state/redistest"
 )
 
 // storeSeries reads baton.store.duration counts and baton.store.errors by
@@ -156,5 +158,28 @@ func TestMeasuredStoreCountsErrors(t *testing.T) {
 	}
 	if errs["swap"] != 0 {
 		t.Errorf("swap: %d errors without a call", errs["swap"])
+	}
+}
+
+// TestMeasuredStoreTellsInProcess: the wrapper passes on whether the store
+// is in-process, which decides how the record book writes to it.
+func TestMeasuredStoreTellsInProcess(t *testing.T) {
+	mem := state.NewMemory(config.Memory{})
+	t.Cleanup(func() { mem.Close() })
+	red, err := state.NewRedis(config.Redis{URL: redistest.Shared(t), Prefix: "baton-test-inprocess:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { red.Close() })
+	for _, tc := range []struct {
+		name  string
+		store state.Store
+		want  bool
+	}{{"memory", mem, true}, {"redis", red, false}} {
+		s, _, _ := measuredFixture(t, tc.store)
+		ip, ok := s.(record.InProcess)
+		if got := ok && ip.InProcess(); got != tc.want {
+			t.Errorf("%s: measured store in-process = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

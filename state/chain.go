@@ -73,20 +73,44 @@ func AppendChainTail(dst []byte, seq int64, entry []byte) []byte {
 	return hex.AppendEncode(dst, sum[:])
 }
 
-// chainTTLs is the TTL each chain of a batch is given: the longest its links
-// ask for (chains whose links all ask for none are left out).
-func chainTTLs(links []Link) map[string]time.Duration {
-	var ttls map[string]time.Duration
-	for _, l := range links {
-		if l.TTL <= 0 {
-			continue
-		}
-		if ttls == nil {
-			ttls = make(map[string]time.Duration, 1)
-		}
-		ttls[l.Log] = max(ttls[l.Log], l.TTL)
+// batchTTLs is the TTL each chain of a batch is given: the longest its links
+// ask for. When every link asks for the same (a Book's all do), no map is
+// built.
+type batchTTLs struct {
+	same  time.Duration            // every link's TTL, when byLog is nil
+	byLog map[string]time.Duration // chains whose links all ask for none are left out
+}
+
+func chainTTLs(links []Link) batchTTLs {
+	if len(links) == 0 {
+		return batchTTLs{}
 	}
-	return ttls
+	same := links[0].TTL
+	for _, l := range links[1:] {
+		if l.TTL != same {
+			same = -1
+			break
+		}
+	}
+	if same >= 0 {
+		return batchTTLs{same: same}
+	}
+	t := batchTTLs{byLog: make(map[string]time.Duration, 1)}
+	for _, l := range links {
+		if l.TTL > 0 {
+			t.byLog[l.Log] = max(t.byLog[l.Log], l.TTL)
+		}
+	}
+	return t
+}
+
+// of returns the TTL of the chain at log, false when it is given none.
+func (t batchTTLs) of(log string) (time.Duration, bool) {
+	if t.byLog == nil {
+		return t.same, t.same > 0
+	}
+	ttl, ok := t.byLog[log]
+	return ttl, ok
 }
 
 // entryField names entry seq in a Redis chain's hash, writtenField the marker

@@ -64,7 +64,7 @@ type entry struct {
 	held     bool
 	val      []byte
 	log      [][]byte
-	attached map[string][]byte
+	attached attachments
 	idx      *sortedIndex
 	marks    *markSet
 	weight   int64

@@ -20,7 +20,8 @@ func (m *Memory) AppendChained(_ context.Context, links []Link) ([]LinkResult, e
 			out[i] = LinkResult{Tail: tail}
 			continue
 		}
-		out[i] = m.link(l, ttls[l.Log])
+		ttl, _ := ttls.of(l.Log)
+		out[i] = m.link(l, ttl)
 		if r := out[i]; !r.OK && r.Err == nil {
 			if refused == nil {
 				refused = map[string]string{}
@@ -51,7 +52,7 @@ func (m *Memory) link(l Link, ttl time.Duration) LinkResult {
 	}
 	for _, kv := range l.Attach {
 		if e != nil {
-			if old, ok := e.attached[kv.Key]; ok {
+			if old, ok := e.attached.get(kv.Key); ok {
 				dSize += int64(len(kv.Val) - len(old))
 				continue
 			}
@@ -68,10 +69,7 @@ func (m *Memory) link(l Link, ttl time.Duration) LinkResult {
 		e = m.insert(l.Log, kindChain)
 	}
 	for _, kv := range l.Attach {
-		if e.attached == nil {
-			e.attached = make(map[string][]byte, len(l.Attach))
-		}
-		e.attached[kv.Key] = kv.Val
+		e.attached.set(kv.Key, kv.Val)
 	}
 	if follows {
 		e.log = append(e.log, l.Entry)
@@ -124,7 +122,7 @@ func (m *Memory) Attached(_ context.Context, log, name string) ([]byte, error) {
 	if e.kind != kindChain {
 		return nil, ErrWrongKind
 	}
-	v, ok := e.attached[name]
+	v, ok := e.attached.get(name)
 	if !ok {
 		return nil, ErrNotFound
 	}
@@ -151,4 +149,57 @@ func (m *Memory) ClaimMany(_ context.Context, ops []ClaimOp) ([]ClaimResult, err
 		out[i].OK = true
 	}
 	return out, nil
+}
+
+// attachments are a chain's attached values. A chain usually has one or
+// two (a checkpoint per delegation), found by a scan; past attachScan of
+// them an index finds them, so a long trace does not make links quadratic.
+type attachments struct {
+	kvs []KV
+	at  map[string]int // index into kvs, kept once len(kvs) > attachScan
+}
+
+const attachScan = 8
+
+func (a *attachments) get(name string) ([]byte, bool) {
+	if a.at != nil {
+		i, ok := a.at[name]
+		if !ok {
+			return nil, false
+		}
+		return a.kvs[i].Val, true
+	}
+	for i := range a.kvs {
+		if a.kvs[i].Key == name {
+			return a.kvs[i].Val, true
+		}
+	}
+	return nil, false
+}
+
+// set adds or replaces the value attached under name.
+func (a *attachments) set(name string, v []byte) {
+	if a.at != nil {
+		if i, ok := a.at[name]; ok {
+			a.kvs[i].Val = v
+			return
+		}
+	} else {
+		for i := range a.kvs {
+			if a.kvs[i].Key == name {
+				a.kvs[i].Val = v
+				return
+			}
+		}
+	}
+	a.kvs = append(a.kvs, KV{Key: name, Val: v})
+	switch {
+	case a.at != nil:
+		a.at[name] = len(a.kvs) - 1
+	case len(a.kvs) > attachScan:
+		a.at = make(map[string]int, 2*len(a.kvs))
+		for i, kv := range a.kvs {
+			a.at[kv.Key] = i
+		}
+	}
 }

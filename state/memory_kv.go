@@ -137,9 +137,13 @@ func (m *Memory) writeValue(now int64, key string, e *entry, val []byte, ttl tim
 	} else {
 		e.val = append(make([]byte, 0, len(val)), val...)
 	}
-	e.kind, e.log, e.attached, e.idx, e.held = kindValue, nil, nil, nil, held
+	e.kind, e.log, e.attached, e.idx, e.held = kindValue, nil, attachments{}, nil, held
 	m.resize(e, dWeight, dSize)
 	m.written(e)
 	m.expireAt(e, deadline(now, ttl))
 	return nil
 }
+
+// InProcess reports that the store's operations never leave the process, so
+// that writers need not batch them to save round trips.
+func (m *Memory) InProcess() bool { return true }

@@ -64,7 +64,7 @@ func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, 
 		if err != nil {
 			return nil, err
 		}
-		ttls = nil // every chain of the batch had its first link in the first round
+		ttls = batchTTLs{} // every chain of the batch had its first link in the first round
 		if len(lost) > 0 {
 			tails, err := r.chainTails(ctx, links, lost)
 			if err != nil {
@@ -99,7 +99,7 @@ func (r *Redis) AppendChained(ctx context.Context, links []Link) ([]LinkResult, 
 // and returns those that found their entry taken. The commands' arguments
 // share one backing array, and the field names of the first entries are
 // boxed once for all (see fieldArgs): records are written on every handoff.
-func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, ttls map[string]time.Duration, out []LinkResult) (lost []int, err error) {
+func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, ttls batchTTLs, out []LinkResult) (lost []int, err error) {
 	claims := make([]*redis.Cmd, len(idx))
 	n := 0
 	for _, i := range idx {
@@ -123,7 +123,7 @@ func (r *Redis) linkRound(ctx context.Context, links []Link, idx []int, ttls map
 				}
 				p.Do(ctx, since(start)...)
 			}
-			if ttl, ok := ttls[l.Log]; ok {
+			if ttl, ok := ttls.of(l.Log); ok {
 				ms, ok := ttlArgs[ttl]
 				if !ok {
 					if ttlArgs == nil {

@@ -27,6 +27,14 @@ type Store interface {
 	IndexCount(ctx context.Context, key string) (int64, error)
 }
 
+// InProcess is implemented by a store whose operations never leave the
+// process (state.Memory). A Book writes the first writes of records to such
+// a store from the writer's goroutine: batching them through the flusher
+// would share no round trip and only add two goroutine switches.
+type InProcess interface {
+	InProcess() bool
+}
+
 // ErrNotFound reports an unknown (or expired) record.
 var ErrNotFound = errors.New("record: not found")
 
@@ -41,10 +49,11 @@ type Book struct {
 	retention time.Duration
 	log       *slog.Logger
 
-	tails  tailCache
-	queue  chan queued
-	done   chan struct{}
-	linger time.Duration
+	tails     tailCache
+	queue     chan queued
+	done      chan struct{}
+	linger    time.Duration
+	inProcess bool // the store never leaves the process (see InProcess)
 
 	mu     sync.RWMutex // guards closed against sends on the closed queue
 	closed bool
@@ -67,6 +76,9 @@ func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
 	b := &Book{store: store, retention: retention, log: log,
 		tails: tailCache{m: map[string]cachedTail{}, maxAge: retention / 2}, queue: make(chan queued, queueSize), done: make(chan struct{}),
 		linger: linger}
+	if ip, ok := store.(InProcess); ok {
+		b.inProcess = ip.InProcess()
+	}
 	go b.flusher()
 	return b
 }
@@ -87,22 +99,22 @@ type queued struct {
 // Write stores the records now, each appended to its trace's chain, and
 // returns once they are stored. Writes go through the flusher's queue like
 // WriteLater's, so that the writes of one record land in the order they were
-// made.
+// made and concurrent writers share a round trip. To an in-process store,
+// records none of whose writes went through the queue are written straight
+// from the caller: nothing of theirs can land after them, and there is no
+// round trip to share.
 func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 	if b.store == nil {
 		return nil
 	}
-	done := make(chan error, len(recs))
 	b.mu.RLock()
-	if b.closed {
+	if b.closed || (b.inProcess && !anyQueued(recs)) {
 		b.mu.RUnlock()
-		err := b.write(ctx, recs)
-		if err != nil {
-			b.lost(recs, err)
-		}
-		return err
+		return b.writeNow(ctx, recs)
 	}
+	done := make(chan error, len(recs))
 	for _, r := range recs {
+		r.queued = true
 		b.queue <- queued{rec: *r, done: done}
 	}
 	b.mu.RUnlock()
@@ -134,6 +146,7 @@ func (b *Book) WriteLater(rec *Record) {
 	}
 	b.mu.RLock()
 	if !b.closed {
+		rec.queued = true
 		b.queue <- queued{rec: *rec}
 		b.mu.RUnlock()
 		return
@@ -141,9 +154,28 @@ func (b *Book) WriteLater(rec *Record) {
 	b.mu.RUnlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := b.write(ctx, []*Record{rec}); err != nil {
-		b.lost([]*Record{rec}, err)
+	_ = b.writeNow(ctx, []*Record{rec})
+}
+
+// writeNow writes recs from the caller's goroutine, logging and counting
+// what the store refuses.
+func (b *Book) writeNow(ctx context.Context, recs []*Record) error {
+	err := b.write(ctx, recs)
+	if err != nil {
+		b.lost(recs, err)
 	}
+	return err
+}
+
+// anyQueued reports whether a write of one of recs went through the queue
+// (and may still be waiting there).
+func anyQueued(recs []*Record) bool {
+	for _, r := range recs {
+		if r.queued {
+			return true
+		}
+	}
+	return false
 }
 
 // Close flushes what is queued and stops the flusher.
@@ -275,7 +307,7 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			entry, seq, next := encodeEntry(tail, r, now)
 			var attach []state.KV
 			if r.Request != nil && !r.checkpointed {
-				cp := r.Request.AppendJSON(make([]byte, 0, 256+len(r.Request.Body)*4/3))
+				cp := r.Request.AppendJSON(make([]byte, 0, r.Request.encodedSize()))
 				attach = []state.KV{{Key: checkpointName(r.ID), Val: cp}}
 			}
 			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Entry: entry, Attach: attach, TTL: b.retention}

@@ -175,6 +175,19 @@ func (q *Request) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// encodedSize is about the size of q's AppendJSON (exact unless strings
+// need escaping), so that a buffer of it rarely grows.
+func (q *Request) encodedSize() int {
+	n := len(`{"method":"","url":"","header":{},"body":"","body_bytes":20,"truncated":true}`) + len(q.Method) + len(q.URL)
+	for k, vs := range q.Header {
+		n += len(k) + len(`"":[],`)
+		for _, v := range vs {
+			n += len(v) + len(`"",`)
+		}
+	}
+	return n + base64.StdEncoding.EncodedLen(len(q.Body))
+}
+
 // sortedKeysOnStack is how many header names appendHeader sorts without
 // allocating; requests rarely carry more.
 const sortedKeysOnStack = 64

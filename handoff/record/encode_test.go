@@ -784,3 +784,22 @@ func benchRequest() *Request {
 		BodyBytes: int64(len(body)),
 	}
 }
+
+// TestRequestEncodedSize: the size a checkpoint's buffer is made with holds
+// the encoding of a request whose strings need no escaping, with little to
+// spare, so that the buffer neither grows nor wastes.
+func TestRequestEncodedSize(t *testing.T) {
+	for _, q := range []*Request{
+		{},
+		{Method: "POST", URL: "http://b/x", BodyBytes: 0},
+		{Method: "POST", URL: "http://bench-b/v1/tasks?x=1", Header: http.Header{
+			"Content-Type": {"application/json"}, "Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+			"Idempotency-Key": {"k1"}, "Accept": {"a", "b", "c"}, "Empty": {}},
+			Body: bytes.Repeat([]byte("x"), 513), BodyBytes: 513, Truncated: true},
+	} {
+		n, got := q.encodedSize(), len(q.AppendJSON(nil))
+		if n < got || n > got+len(`,"body":"","truncated":true}`)+8 {
+			t.Errorf("encodedSize = %d for an encoding of %d bytes: %s", n, got, q.AppendJSON(nil))
+		}
+	}
+}

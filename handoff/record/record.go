@@ -83,6 +83,7 @@ type Record struct {
 
 	checkpointed bool // the checkpoint is stored
 	stored       bool // a snapshot is in the chain: later writes are Updates
+	queued       bool // a write of it went through the Book's queue
 }
 
 // Update is what changes in a record after its first write. The first entry

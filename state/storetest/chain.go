@@ -14,6 +14,7 @@ import (
 func chainCases() []testCase {
 	return []testCase{
 		{"AppendChained/links and attachments", testChainLinks},
+		{"AppendChained/a long chain's attachments", testChainManyAttached},
 		{"AppendChained/a stale link learns the tail", testChainStale},
 		{"AppendChained/a stale link learns a tail far ahead", testChainFarAhead},
 		{"AppendChained/batch of several chains", testChainBatch},
@@ -101,6 +102,34 @@ func testChainLinks(t *testing.T, s state.Store) {
 	wantAttached(t, s, log, "cp:r1", "v1'")
 	wantAttached(t, s, log, "cp:r2", "v2")
 	wantAttached(t, s, log, "cp:r3", "")
+}
+
+// testChainManyAttached attaches a value per link to a long chain, then
+// replaces some of them: each name keeps its latest value.
+func testChainManyAttached(t *testing.T, s state.Store) {
+	log := chainKey(t, "log")
+	const n = 40
+	for seq := 1; seq <= n; seq++ {
+		name := "cp:r" + strconv.Itoa(seq)
+		if r := link1(t, s, state.Link{Log: log, Seq: int64(seq), Entry: []byte("e" + strconv.Itoa(seq)), TTL: long,
+			Attach: []state.KV{{Key: name, Val: []byte("v" + strconv.Itoa(seq))}}}); !r.OK {
+			t.Fatalf("link %d: %+v", seq, r)
+		}
+		if seq == 3 || seq == n {
+			// Replaced while the chain has few attachments, and once it has many.
+			link1(t, s, state.Link{Log: log, Seq: 1, Entry: []byte("stale"),
+				Attach: []state.KV{{Key: "cp:r2", Val: []byte("v2@" + strconv.Itoa(seq))}}})
+		}
+	}
+	for seq := 1; seq <= n; seq++ {
+		want := "v" + strconv.Itoa(seq)
+		if seq == 2 {
+			want = "v2@" + strconv.Itoa(n)
+		}
+		wantAttached(t, s, log, "cp:r"+strconv.Itoa(seq), want)
+	}
+	wantAttached(t, s, log, "cp:r0", "")
+	wantAttached(t, s, log, "cp:r"+strconv.Itoa(n+1), "")
 }
 
 func testChainStale(t *testing.T, s state.Store) {
