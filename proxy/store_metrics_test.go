@@ -176,10 +176,24 @@ func TestMeasuredStoreTellsInProcess(t *testing.T) {
 		store state.Store
 		want  bool
 	}{{"memory", mem, true}, {"redis", red, false}} {
-		s, _, _ := measuredFixture(t, tc.store)
+		s, r, _ := measuredFixture(t, tc.store)
 		ip, ok := s.(record.InProcess)
 		if got := ok && ip.InProcess(); got != tc.want {
 			t.Errorf("%s: measured store in-process = %v, want %v", tc.name, got, tc.want)
+		}
+		if !ok {
+			continue
+		}
+		// Extend reaches the in-process store, timed as append_chained.
+		err := ip.Extend("{t}:records", time.Hour, func(string) ([]byte, []state.KV) { return []byte("e1"), nil })
+		calls, _ := storeSeries(t, r)
+		if tc.want {
+			c, rerr := tc.store.ReadChain(t.Context(), "{t}:records")
+			if err != nil || rerr != nil || len(c.Entries) != 1 || calls["append_chained"] != 1 {
+				t.Errorf("%s: Extend = %v; chain %q, %v; append_chained timed %d times", tc.name, err, c.Entries, rerr, calls["append_chained"])
+			}
+		} else if err == nil {
+			t.Errorf("%s: Extend on a store that is not in-process succeeded", tc.name)
 		}
 	}
 }

@@ -46,6 +46,43 @@ func (m *Memory) link(l Link, ttl time.Duration) LinkResult {
 		n = int64(len(e.log))
 	}
 	follows := l.Seq == n+1
+	e, err := m.extend(now, e, l, follows, ttl)
+	if err != nil {
+		return LinkResult{Err: err}
+	}
+	if !follows {
+		return LinkResult{Tail: e.tail()}
+	}
+	return LinkResult{OK: true}
+}
+
+// Extend appends to the chain at log the entry build makes on the chain's
+// tail ("" for an empty chain), with the values build attaches, and gives
+// the chain ttl (0: it keeps the one it had). It is one link that cannot
+// lose a race: build runs under the store's lock. An in-process writer (the
+// record book) uses it instead of AppendChained, so that it needs to
+// remember no tails. build must not call the store.
+func (m *Memory) Extend(log string, ttl time.Duration, build func(tail string) (entry []byte, attach []KV)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	e := m.live(log, now)
+	if e != nil && e.kind != kindChain {
+		return ErrWrongKind
+	}
+	l := Link{Log: log, Seq: 1}
+	if e != nil {
+		l.Seq = int64(len(e.log)) + 1
+	}
+	l.Entry, l.Attach = build(e.tail())
+	_, err := m.extend(now, e, l, true, ttl)
+	return err
+}
+
+// extend writes l's attached values to the chain e (nil: not there yet),
+// and its entry when it follows, within the store's bounds, and returns the
+// chain.
+func (m *Memory) extend(now int64, e *entry, l Link, follows bool, ttl time.Duration) (*entry, error) {
 	var dWeight, dSize int64
 	if e == nil {
 		dWeight, dSize = 1, int64(len(l.Log))
@@ -63,7 +100,7 @@ func (m *Memory) link(l Link, ttl time.Duration) LinkResult {
 		dWeight, dSize = dWeight+1, dSize+int64(len(l.Entry))
 	}
 	if err := m.makeRoom(now, e, dWeight, dSize); err != nil {
-		return LinkResult{Err: err}
+		return e, err
 	}
 	if e == nil {
 		e = m.insert(l.Log, kindChain)
@@ -79,10 +116,15 @@ func (m *Memory) link(l Link, ttl time.Duration) LinkResult {
 	if ttl > 0 {
 		m.expireAt(e, deadline(now, ttl))
 	}
-	if !follows {
-		return LinkResult{Tail: chainTail(e.log)}
+	return e, nil
+}
+
+// tail is the tail of the chain e ("" for none).
+func (e *entry) tail() string {
+	if e == nil {
+		return ""
 	}
-	return LinkResult{OK: true}
+	return chainTail(e.log)
 }
 
 // chainTail is the tail of a chain whose entries are log.

@@ -28,11 +28,15 @@ type Store interface {
 }
 
 // InProcess is implemented by a store whose operations never leave the
-// process (state.Memory). A Book writes the first writes of records to such
-// a store from the writer's goroutine: batching them through the flusher
-// would share no round trip and only add two goroutine switches.
+// process (state.Memory), when InProcess reports true. A Book writes to such
+// a store with Extend, which builds each entry on the chain's tail under the
+// store's lock, so that no link loses a race and the Book keeps no tails;
+// and it writes records none of whose writes are queued from the writer's
+// goroutine: batching them through the flusher would share no round trip
+// and only add two goroutine switches.
 type InProcess interface {
 	InProcess() bool
+	Extend(log string, ttl time.Duration, build func(tail string) (entry []byte, attach []state.KV)) error
 }
 
 // ErrNotFound reports an unknown (or expired) record.
@@ -49,11 +53,11 @@ type Book struct {
 	retention time.Duration
 	log       *slog.Logger
 
-	tails     tailCache
-	queue     chan queued
-	done      chan struct{}
-	linger    time.Duration
-	inProcess bool // the store never leaves the process (see InProcess)
+	tails  tailCache
+	queue  chan queued
+	done   chan struct{}
+	linger time.Duration
+	local  InProcess // the store, when it is in-process
 
 	mu     sync.RWMutex // guards closed against sends on the closed queue
 	closed bool
@@ -76,8 +80,8 @@ func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
 	b := &Book{store: store, retention: retention, log: log,
 		tails: tailCache{m: map[string]cachedTail{}, maxAge: retention / 2}, queue: make(chan queued, queueSize), done: make(chan struct{}),
 		linger: linger}
-	if ip, ok := store.(InProcess); ok {
-		b.inProcess = ip.InProcess()
+	if ip, ok := store.(InProcess); ok && ip.InProcess() {
+		b.local = ip
 	}
 	go b.flusher()
 	return b
@@ -108,7 +112,7 @@ func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 		return nil
 	}
 	b.mu.RLock()
-	if b.closed || (b.inProcess && !anyQueued(recs)) {
+	if b.closed || (b.local != nil && !anyQueued(recs)) {
 		b.mu.RUnlock()
 		return b.writeNow(ctx, recs)
 	}
@@ -277,6 +281,9 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 		return nil
 	}
 	now := time.Now()
+	if b.local != nil {
+		return b.extend(recs, now)
+	}
 	pending := recs
 	for round := 0; len(pending) > 0; round++ {
 		if round == maxRelinks {
@@ -304,14 +311,9 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			}
 			// The record lives in its trace's chain, without the checkpoint;
 			// the checkpoint is attached to the chain, written once.
-			entry, seq, next := encodeEntry(tail, r, now)
-			var attach []state.KV
-			if r.Request != nil && !r.checkpointed {
-				cp := r.Request.AppendJSON(make([]byte, 0, r.Request.encodedSize()))
-				attach = []state.KV{{Key: checkpointName(r.ID), Val: cp}}
-			}
-			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Entry: entry, Attach: attach, TTL: b.retention}
-			tails[i] = next
+			entry, seq := encodeEntry(tail, r, now)
+			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Entry: entry, Attach: b.checkpoint(r), TTL: b.retention}
+			tails[i] = state.ChainTail(int64(seq), entry)
 		}
 		res, err := b.store.AppendChained(ctx, links)
 		if err != nil {
@@ -345,6 +347,33 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 		pending = retry
 	}
 	return nil
+}
+
+// extend appends each record to its chain in an in-process store.
+func (b *Book) extend(recs []*Record, now time.Time) error {
+	for _, r := range recs {
+		attach := b.checkpoint(r)
+		err := b.local.Extend(chainKey(r.TraceID), b.retention, func(tail string) ([]byte, []state.KV) {
+			entry, _ := encodeEntry(tail, r, now)
+			return entry, attach
+		})
+		if err != nil {
+			return fmt.Errorf("record: writing %s: %w", r.ID, err)
+		}
+		r.checkpointed = r.checkpointed || r.Request != nil
+		r.stored = true
+	}
+	return nil
+}
+
+// checkpoint is what a write of r attaches to its chain: its checkpoint,
+// once.
+func (b *Book) checkpoint(r *Record) []state.KV {
+	if r.Request == nil || r.checkpointed {
+		return nil
+	}
+	cp := r.Request.AppendJSON(make([]byte, 0, r.Request.encodedSize()))
+	return []state.KV{{Key: checkpointName(r.ID), Val: cp}}
 }
 
 // Get returns a record with its checkpoint.

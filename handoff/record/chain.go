@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/batonproxy/baton/state"
 )
 
 // Entry is one link of a trace's hash chain: the digest of the link before
@@ -51,15 +49,11 @@ func (e *Entry) State() State {
 
 // encodeEntry returns the stored bytes of the entry after tail for r
 // (encoded without its checkpoint, and as an Update once a snapshot of it is
-// stored), its number, and the new tail. The bytes are those
-// json.Marshal(Entry{...}) gives.
-func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, seqNo int, next string) {
+// stored) and its number. The bytes are those json.Marshal(Entry{...})
+// gives.
+func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, seqNo int) {
 	seq, prev := parseTail(tail)
-	size := 1024
-	if r.stored {
-		size = 384
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, r.entrySize())
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, int64(seq+1), 10)
 	b = append(b, `,"prev":"`...)
@@ -75,9 +69,41 @@ func encodeEntry(tail string, r *Record, now time.Time) (entry []byte, seqNo int
 		snap.Request = nil
 		b = snap.AppendJSON(b)
 	}
-	b = append(b, '}')
-	var tailBuf [20 + 1 + 2*sha256.Size]byte
-	return b, seq + 1, string(state.AppendChainTail(tailBuf[:0], int64(seq+1), b))
+	return append(b, '}'), seq + 1
+}
+
+// entrySize is about the size of r's next entry, exact but for escapes and
+// the widths of numbers and times, so that a stored entry's buffer neither
+// grows nor holds much unused: the memory store keeps it as it is.
+func (r *Record) entrySize() int {
+	// The members always there, with the usual widest numbers, times and
+	// prev digest; then the strings, and the optional members when present.
+	const snapshot, update, envelope = 407, 237, 156
+	n := len(r.ID) + len(r.State) + opt(r.Status != 0, `,"status":200`) + opt(r.Outcome != "", `,"outcome":""`) +
+		len(r.Outcome) + opt(r.Error != "", `,"error":""`) + len(r.Error)
+	if r.stored {
+		return update + n
+	}
+	n += snapshot + len(r.TraceID) + len(r.SpanID) + len(r.Side) + len(r.From) + len(r.To) + len(r.Method) +
+		len(r.Target) + len(r.RequestDigest) +
+		opt(r.ParentID != "", `,"parent_id":""`) + len(r.ParentID) + opt(r.Key != "", `,"idempotency_key":""`) + len(r.Key) +
+		opt(r.Grant != "", `,"grant":""`) + len(r.Grant) + opt(r.SenderKeyID != "", `,"sender_key_id":""`) + len(r.SenderKeyID) +
+		opt(len(r.Trust) != 0, `,"trust":[]`)
+	for _, t := range r.Trust {
+		n += len(t) + len(`"\u003c",`) // an untrusted label's "<-" is escaped
+	}
+	if e := r.Envelope; e != nil {
+		n += envelope + len(e.Digest) + len(e.Version) + len(e.TaskID) + len(e.Intent)
+	}
+	return n
+}
+
+// opt is the length of member when present.
+func opt(present bool, member string) int {
+	if present {
+		return len(member)
+	}
+	return 0
 }
 
 // Merge returns the records of a chain's entries, each in its latest state
