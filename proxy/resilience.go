@@ -144,7 +144,9 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 	}
 	rec.Trust = append(rec.Trust, middleware.TrustLabels(in)...)
 	req.Header.Set(middleware.HeaderRecord, rec.ID)
-	cp := &record.Request{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), BodyBytes: req.ContentLength}
+	// The book encodes the checkpoint when it is given the record, before
+	// anything is sent: the header map need not be copied for it.
+	cp := &record.Request{Method: req.Method, URL: req.URL.String(), Header: req.Header, BodyBytes: req.ContentLength}
 	if in.Buffered && int64(len(in.Body)) <= e.checkpoint {
 		cp.Body, cp.BodyBytes = in.Body, int64(len(in.Body))
 		rec.RequestDigest = middleware.ContentDigest(in.Body)

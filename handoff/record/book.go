@@ -111,6 +111,9 @@ func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 	if b.store == nil {
 		return nil
 	}
+	for _, r := range recs {
+		r.encodeCheckpoint()
+	}
 	b.mu.RLock()
 	if b.closed || (b.local != nil && !anyQueued(recs)) {
 		b.mu.RUnlock()
@@ -135,8 +138,7 @@ func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 	}
 	if first == nil {
 		for _, r := range recs {
-			r.checkpointed = r.checkpointed || r.Request != nil
-			r.stored = true
+			r.wasStored()
 		}
 	}
 	return first
@@ -148,6 +150,7 @@ func (b *Book) WriteLater(rec *Record) {
 	if b.store == nil {
 		return
 	}
+	rec.encodeCheckpoint()
 	b.mu.RLock()
 	if !b.closed {
 		rec.queued = true
@@ -327,10 +330,7 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 				return fmt.Errorf("record: writing %s: %w", pending[i].ID, lr.Err)
 			case lr.OK:
 				b.tails.set(pending[i].TraceID, tails[i], now)
-				if pending[i].Request != nil {
-					pending[i].checkpointed = true
-				}
-				pending[i].stored = true
+				pending[i].wasStored()
 			default:
 				// Another writer linked first: learn its tail, try again. Later
 				// records of the same trace in this batch failed too.
@@ -360,20 +360,18 @@ func (b *Book) extend(recs []*Record, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("record: writing %s: %w", r.ID, err)
 		}
-		r.checkpointed = r.checkpointed || r.Request != nil
-		r.stored = true
+		r.wasStored()
 	}
 	return nil
 }
 
 // checkpoint is what a write of r attaches to its chain: its checkpoint,
-// once.
+// until it is stored.
 func (b *Book) checkpoint(r *Record) []state.KV {
-	if r.Request == nil || r.checkpointed {
+	if r.checkpoint == nil {
 		return nil
 	}
-	cp := r.Request.AppendJSON(make([]byte, 0, r.Request.encodedSize()))
-	return []state.KV{{Key: checkpointName(r.ID), Val: cp}}
+	return []state.KV{{Key: checkpointName(r.ID), Val: r.checkpoint}}
 }
 
 // Get returns a record with its checkpoint.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -368,6 +369,41 @@ func TestBookWritesUpdatesAfterTheSnapshot(t *testing.T) {
 		again, err := b.Get(ctx, r.ID)
 		if err != nil || again.State != record.Replayed || again.To != "b" || string(again.Request.Body) != `{"x":1}` {
 			t.Errorf("Get = %+v, %v", again, err)
+		}
+	})
+}
+
+// TestBookCheckpointIsTheRequestAsGiven: a record's checkpoint is its
+// request as it was when the record was given to the book, whether written
+// now or queued; the writer may change the request's headers afterwards.
+func TestBookCheckpointIsTheRequestAsGiven(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, s state.Store) {
+		ctx := context.Background()
+		b := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+		now, later := newRecord("b"), newRecord("c")
+		for _, r := range []*record.Record{now, later} {
+			r.Request.Header = http.Header{"Signature": {"first"}}
+		}
+		if err := b.Write(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteLater(later)
+		for _, r := range []*record.Record{now, later} {
+			r.Request.Header.Set("Signature", "second try")
+			r.State = record.Delivered
+			b.WriteLater(r)
+		}
+		b.Close()
+		for _, r := range []*record.Record{now, later} {
+			got, err := b.Get(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != record.Delivered || got.Request == nil || got.Request.Header.Get("Signature") != "first" {
+				t.Errorf("record %s: state %s, checkpoint %+v; want delivered, with the headers it was given with",
+					r.To, got.State, got.Request)
+			}
 		}
 	})
 }

@@ -78,12 +78,16 @@ type Record struct {
 	Updated time.Time `json:"updated"`
 
 	// Request is the checkpoint: the outbound request as sent (egress only).
-	// It is stored once, beside the record, not in the hash chain.
+	// It is stored once, beside the record, not in the hash chain. It is
+	// encoded when the record is first given to a Book (Write or
+	// WriteLater), in the caller's goroutine: what Request holds, its Header
+	// map included, may change after that without changing the checkpoint.
 	Request *Request `json:"request,omitempty"`
 
-	checkpointed bool // the checkpoint is stored
-	stored       bool // a snapshot is in the chain: later writes are Updates
-	queued       bool // a write of it went through the Book's queue
+	checkpointed bool   // the checkpoint is stored
+	checkpoint   []byte // the checkpoint encoded by the first write, until it is stored
+	stored       bool   // a snapshot is in the chain: later writes are Updates
+	queued       bool   // a write of it went through the Book's queue
 }
 
 // Update is what changes in a record after its first write. The first entry
@@ -118,6 +122,22 @@ type EnvelopeSummary struct {
 	OpenQuestions int     `json:"open_questions"`
 	Unverified    int     `json:"unverified"`
 	Violations    int     `json:"violations,omitempty"`
+}
+
+// encodeCheckpoint encodes r's checkpoint, once, if it has one not stored
+// yet.
+func (r *Record) encodeCheckpoint() {
+	if r.Request != nil && !r.checkpointed && r.checkpoint == nil {
+		r.checkpoint = r.Request.AppendJSON(make([]byte, 0, r.Request.encodedSize()))
+	}
+}
+
+// wasStored notes that a write of r landed: its snapshot, and its
+// checkpoint if it had one, are stored.
+func (r *Record) wasStored() {
+	r.checkpointed = r.checkpointed || r.Request != nil
+	r.checkpoint = nil
+	r.stored = true
 }
 
 // Request is a stored outbound request: the checkpoint a handoff can be
