@@ -278,7 +278,8 @@ func (b *Book) lost(recs []*Record, err error) {
 }
 
 // write appends every record to its chain in one round trip, then relinks
-// the ones that lost a race with another writer of the same trace.
+// the ones that lost a race with another writer of the same trace; to an
+// in-process store it extends each chain under the store's lock instead.
 func (b *Book) write(ctx context.Context, recs []*Record) error {
 	if b.store == nil {
 		return nil
@@ -529,7 +530,8 @@ func (b *Book) DeadLetterCount(ctx context.Context, edge string) (int64, error) 
 }
 
 // tailCache remembers the last tail this process wrote or learned per trace
-// (bounded: when full it is emptied; a miss costs one extra round trip, never
+// in a shared store; a Book writing to an in-process store needs none. It is
+// bounded: when full it is emptied (a miss costs one extra round trip, never
 // correctness). A tail older than maxAge is forgotten: the chain may have
 // expired since, and a writer must not number its entry after entries that
 // are gone (Redis only checks that the number is free).
