@@ -95,7 +95,7 @@ func BenchmarkEgressChain(b *testing.B) {
 			benchResolve(
 				Identity(book)(
 					Limit(1 << 20)(
-						IdempotencyKey(1<<20, false)(drain()))))))
+						IdempotencyKey(newMemBook(nil), 1<<20, false)(drain()))))))
 	header := http.Header{
 		"Content-Type": {"application/json"},
 		"Traceparent":  {"00-" + traceID + "-00f067aa0ba902b7-01"},

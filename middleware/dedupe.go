@@ -9,7 +9,11 @@ package middleware
 // or no response releases the claim so that a retry can run again. A
 // duplicate while the first is in flight gets 409 with Retry-After; the same
 // key with a different fingerprint (method, target, body digest) gets 422;
-// a missing key where RequireKey is set gets 400. On A2A JSON-RPC requests
+// a missing key where RequireKey is set gets 400. A positional key (the
+// sending Baton derived it from the call's place in its agent's work:
+// Baton-Key-Source: position) with a different fingerprint is a re-run of
+// the same step: it gets the stored answer, marked Baton-Key-Mismatch: body.
+// On A2A JSON-RPC requests
 // those answers are JSON-RPC error objects.
 //
 // Once a claim is held the agent's response is captured even if the client
@@ -38,12 +42,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/problem"
 	"github.com/batonproxy/baton/state"
 )
 
-// HeaderReplayed marks a response replayed from the dedupe window.
-const HeaderReplayed = "Idempotent-Replayed"
+// HeaderReplayed marks a response replayed from the dedupe window, and
+// HeaderKeyMismatch one replayed for a positional key whose first request
+// had a different body ("body").
+const (
+	HeaderReplayed    = "Idempotent-Replayed"
+	HeaderKeyMismatch = "Baton-Key-Mismatch"
+)
 
 // DedupePolicy is the dedupe configuration of one inbound edge.
 type DedupePolicy struct {
@@ -210,10 +220,16 @@ func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp 
 		return
 	}
 	if e.fp != fp {
-		in.Dedupe = DedupeMismatch
-		refuse(w, r, problem.New(r, problem.KeyMismatch,
-			"this Idempotency-Key was first used with a different request (method, target or body)"))
-		return
+		// A positional key names a step of the sender's work, whatever its
+		// body (a re-run's body may differ): the step's answer stands. Any
+		// other key reused for another request is the caller's mistake.
+		if r.Header.Get(HeaderKeySource) != record.KeyFromPosition {
+			in.Dedupe = DedupeMismatch
+			refuse(w, r, problem.New(r, problem.KeyMismatch,
+				"this Idempotency-Key was first used with a different request (method, target or body)"))
+			return
+		}
+		in.KeyMismatch = true
 	}
 	switch e.state {
 	case statePending:
@@ -233,6 +249,9 @@ func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp 
 			h[kv[0]] = append(h[kv[0]], kv[1])
 		}
 		h.Set(HeaderReplayed, "true")
+		if in.KeyMismatch {
+			h.Set(HeaderKeyMismatch, "body")
+		}
 		body := e.body
 		if in.RPC != nil {
 			body = withRPCID(body, h.Get("Content-Type"), in.RPC.ID)

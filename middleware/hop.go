@@ -1,16 +1,16 @@
 package middleware
 
 // Identity and hop count. At egress, Identity strips every Baton-* and
-// signature header the agent sent (only a Baton sets them) and sets
-// Baton-Agent to this Baton's agent and Baton-Hop to the inbound handoff's hop
-// in the same trace plus one; past the edge's max_hops it answers 508 before
-// anything leaves. At ingress, HopGuard reads Baton-Agent and Baton-Hop,
-// answers 400 to a malformed value and 508 beyond the inbound edge's
-// max_hops, and remembers the hop under the trace so that the agent's next
-// handoff continues the count (Receipt does the remembering, with the
-// receipt's record id). Both sit after Trace (they need the trace id)
+// signature header the agent sent (only a Baton sets them) and the
+// baton.handling baggage member, ties the handoff to the inbound handoff the
+// agent is handling (correlate.go), and sets Baton-Agent to this Baton's
+// agent and Baton-Hop to that handoff's hop plus one; past the edge's
+// max_hops it answers 508 before anything leaves. At ingress, HopGuard reads
+// Baton-Agent and Baton-Hop, answers 400 to a malformed value and 508 beyond
+// the inbound edge's max_hops; the handling Handle begins keeps the hop for
+// the agent's own handoffs. Both sit after Trace (they need the trace id)
 // and, at egress, after destination resolution. They cannot fail open: the
-// hop book is in-process.
+// handlings are in-process.
 
 import (
 	"net/http"
@@ -28,29 +28,22 @@ const (
 	HeaderSignatureInput = "Signature-Input"
 )
 
-// HopBook remembers the hop of the inbound handoff of each trace.
-type HopBook interface {
-	// InboundHop returns the hop and the receipt record id of the last
-	// inbound handoff in the trace, or 0 and "" when the trace did not
-	// arrive through this Baton.
-	InboundHop(traceID string) (hop int, recordID string)
-	// RememberInbound records the hop and receipt id of an inbound handoff.
-	RememberInbound(traceID string, hop int, recordID string)
-}
-
-// Identity returns the egress identity and hop middleware.
-func Identity(book HopBook) func(http.Handler) http.Handler {
+// Identity returns the egress identity and hop middleware. It ties the
+// handoff to the handling it is made for (correlate.go), whose hop it
+// continues.
+func Identity(hs Handlings) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
+			member := takeHandlingMember(r.Header)
 			StripBatonHeaders(r.Header)
 			if !in.Handoff() {
 				next.ServeHTTP(w, r)
 				return
 			}
-			prev, parent := book.InboundHop(in.TraceID)
-			in.Hop, in.ParentRecord = prev+1, parent
-			in.Uncorrelated = prev == 0
+			in.Hop = 1
+			correlate(hs, in, member)
+			in.Uncorrelated = in.Handling == nil && in.Correlation == ""
 			if in.MaxHops > 0 && in.Hop > in.MaxHops {
 				hopLimit(w, r, in)
 				return

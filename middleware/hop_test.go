@@ -12,39 +12,71 @@ import (
 	"github.com/batonproxy/baton/problem"
 )
 
-// memBook is an in-memory HopBook.
+// memBook is an in-memory Handlings.
 type memBook struct {
-	mu   sync.Mutex
-	hops map[string]inbound
-	// reads counts InboundHop calls.
+	mu      sync.Mutex
+	byID    map[string]*Handling
+	byTrace map[string][]*Handling
+	byCtx   map[string]*Handling
+	// reads counts lookups.
 	reads int
 }
 
-// inbound is what a HopBook holds per trace.
+// inbound is a handling to begin: its hop and receipt.
 type inbound struct {
 	hop    int
 	record string
 }
 
 func newMemBook(hops map[string]inbound) *memBook {
-	if hops == nil {
-		hops = map[string]inbound{}
+	b := &memBook{byID: map[string]*Handling{}, byTrace: map[string][]*Handling{}, byCtx: map[string]*Handling{}}
+	for trace, in := range hops {
+		b.RememberInbound(trace, in.hop, in.record)
 	}
-	return &memBook{hops: hops}
+	return b
 }
 
-func (b *memBook) InboundHop(traceID string) (int, string) {
+// RememberInbound begins a handling of trace at hop with receipt id.
+func (b *memBook) RememberInbound(traceID string, hop int, id string) *Handling {
+	h := &Handling{ID: id, TraceID: traceID, Hop: hop, Key: ScopeKey("up", "analyst", id)}
+	b.Begin(h)
+	return h
+}
+
+func (b *memBook) Begin(h *Handling) func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.byID[h.ID] = h
+	b.byTrace[h.TraceID] = append(b.byTrace[h.TraceID], h)
+	for _, c := range h.Contexts {
+		b.byCtx[c] = h
+	}
+	return h.Finish
+}
+
+func (b *memBook) Handling(id string) *Handling {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.reads++
-	e := b.hops[traceID]
-	return e.hop, e.record
+	return b.byID[id]
 }
 
-func (b *memBook) RememberInbound(traceID string, hop int, recordID string) {
+func (b *memBook) OfTrace(traceID string, buf []*Handling) []*Handling {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.hops[traceID] = inbound{hop: hop, record: recordID}
+	b.reads++
+	t := b.byTrace[traceID]
+	for i := len(t) - 1; i >= 0; i-- {
+		buf = append(buf, t[i])
+	}
+	return buf
+}
+
+func (b *memBook) OfContext(id string) *Handling {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reads++
+	return b.byCtx[id]
 }
 
 func TestParseHop(t *testing.T) {

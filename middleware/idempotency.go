@@ -3,14 +3,21 @@ package middleware
 // IdempotencyKey gives every non-idempotent handoff an Idempotency-Key at
 // egress. A key the agent sent is kept when it is a valid RFC 8941 string
 // (quoted or not, 1 to 255 characters) and refused with 400 otherwise. Absent
-// one, Baton derives it deterministically, so that the agent retrying the same
-// handoff in the same trace gets the same key: from the A2A message id of a
-// SendMessage / SendStreamingMessage (or v0.3 message/send, message/stream)
-// request, else from (trace id, from, to, method, target, body digest).
-// Deriving reads the body (already capped by Limit) and hands the proxy a
-// replayable copy; so does any body small enough to checkpoint. Idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT,
-// DELETE) and external fetches get no derived key. It sits after Identity
-// and Limit. It fails closed: a body that cannot be read is not forwarded.
+// one, Baton derives it deterministically, so that the agent retrying the
+// same handoff, or handling the same inbound handoff again, sends the same
+// key: from the handoff's causal position (the handling it is made for, the
+// peer, and its position among that handling's calls to the peer: see
+// handling.go), else from the A2A message id of a SendMessage /
+// SendStreamingMessage (or v0.3 message/send, message/stream) request, else
+// from (trace id, from, to, method, target, body digest). Baton-Key-Source
+// tells the receiver which (position, message or content); it is absent on
+// the agent's own key. Deriving reads the body (already capped by Limit) and
+// hands the proxy a replayable copy; so does any body small enough to
+// checkpoint. Idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) and
+// external fetches get no derived key. An A2A handoff its headers did not tie
+// to a handling is tied here by its message's context (correlate.go). It sits
+// after Identity and Limit. It fails closed: a body that cannot be read is
+// not forwarded.
 
 import (
 	"bytes"
@@ -23,11 +30,17 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/problem"
 )
 
-// HeaderIdempotencyKey is the IETF httpapi Idempotency-Key header.
-const HeaderIdempotencyKey = "Idempotency-Key"
+// HeaderIdempotencyKey is the IETF httpapi Idempotency-Key header, and
+// HeaderKeySource the sending Baton's word on where a key it derived came
+// from: "position", "message" or "content".
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderKeySource      = "Baton-Key-Source"
+)
 
 // MaxKeyLen bounds an idempotency key, in characters.
 const MaxKeyLen = 255
@@ -42,7 +55,7 @@ var ErrBadKey = errors.New("idempotency key must be one RFC 8941 string of 1 to 
 //
 // With bufferAll (this Baton signs its handoffs, and a signature covers the
 // body's digest) every handoff body is buffered, within the Limit cap.
-func IdempotencyKey(bufferMax int64, bufferAll bool) func(http.Handler) http.Handler {
+func IdempotencyKey(hs Handlings, bufferMax int64, bufferAll bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -57,23 +70,61 @@ func IdempotencyKey(bufferMax int64, bufferAll bool) func(http.Handler) http.Han
 					problem.Write(w, r, problem.BadIdempotencyKey, err.Error())
 					return
 				}
-				in.Key, hasKey = key, true
+				in.Key, in.KeySource, hasKey = key, record.KeyFromAgent, true
 				r.Header[HeaderIdempotencyKey] = []string{QuoteKey(key)}
 			}
 			derive := !hasKey && !idempotentMethod(r.Method)
 			if (derive || bufferAll || (r.ContentLength >= 0 && r.ContentLength <= bufferMax)) && !buffer(w, r, in) {
 				return
 			}
+			if in.Handling == nil && in.Buffered && correlateA2A(hs, in, r) && in.MaxHops > 0 && in.Hop > in.MaxHops {
+				hopLimit(w, r, in)
+				return
+			}
 			if derive {
 				// The key as a quoted sf-string, and the key inside it: one
 				// string for both.
-				quoted := deriveKey(in, r, in.Body)
+				quoted := in.derive(r)
 				in.Key, in.KeyDerived = quoted[1:len(quoted)-1], true
 				r.Header[HeaderIdempotencyKey] = []string{quoted}
+				r.Header[HeaderKeySource] = []string{in.KeySource}
+			}
+			if in.Call != nil {
+				// The edge settles the call as soon as it knows the answer;
+				// what it never saw was refused before it left, or failed.
+				defer func() {
+					o := CallFailed
+					if !in.Delivered {
+						o = CallUnsent
+					}
+					in.Call.Settle(o)
+				}()
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// derive returns the key of a handoff whose agent sent none, quoted, and
+// notes in in.KeySource (and in.Call) where it came from: the handoff's
+// position in its handling, else its A2A message id, else its content.
+func (in *Info) derive(r *http.Request) string {
+	if h := in.Handling; h != nil {
+		if in.RPC == nil {
+			sniffRPC(in, r, in.Body)
+		}
+		if pos := h.take(in.To, fingerprint(r, in.Body, in.RPC)); pos > 0 {
+			in.Call = &Call{h: h, peer: in.To, pos: pos}
+			in.KeySource = record.KeyFromPosition
+			return positionKey(h.Key, in.To, pos)
+		}
+	}
+	quoted := deriveKey(in, r, in.Body)
+	in.KeySource = record.KeyFromContent
+	if strings.HasPrefix(quoted, `"a2a-`) {
+		in.KeySource = record.KeyFromMessage
+	}
+	return quoted
 }
 
 // buffer makes sure in.Body holds the whole (capped) body, answering 413 or

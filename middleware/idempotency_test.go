@@ -365,7 +365,7 @@ func TestIdempotencyKey(t *testing.T) {
 				}
 			})
 			rec := httptest.NewRecorder()
-			IdempotencyKey(1<<20, false)(next).ServeHTTP(rec, r)
+			IdempotencyKey(newMemBook(nil), 1<<20, false)(next).ServeHTTP(rec, r)
 
 			if rec.Code != tc.want {
 				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.want, rec.Body)
@@ -409,7 +409,7 @@ func TestIdempotencyKeyDerivedFromWhatAgentSent(t *testing.T) {
 	in := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: "t1"}
 	r := withInfo(httptest.NewRequest(http.MethodPost, "http://summarizer/", strings.NewReader(body)), in)
 	r.Header.Set("Content-Type", "application/json")
-	IdempotencyKey(1<<20, false)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).
+	IdempotencyKey(newMemBook(nil), 1<<20, false)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).
 		ServeHTTP(httptest.NewRecorder(), r)
 	if want := DeriveKey(in, r, []byte(body)); in.Key != want || !strings.HasPrefix(want, "a2a-") {
 		t.Errorf("Info.Key = %q, want %q", in.Key, want)
@@ -469,7 +469,7 @@ func TestIdempotencyKeyReplayableBody(t *testing.T) {
 				}
 			})
 			rec := httptest.NewRecorder()
-			IdempotencyKey(1<<20, false)(next).ServeHTTP(rec, r)
+			IdempotencyKey(newMemBook(nil), 1<<20, false)(next).ServeHTTP(rec, r)
 			if !served || rec.Code != http.StatusOK {
 				t.Fatalf("status %d, served %v", rec.Code, served)
 			}
@@ -501,7 +501,7 @@ func TestIdempotencyKeyBodyErrors(t *testing.T) {
 			in := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: "t1"}
 			r := withInfo(httptest.NewRequest(http.MethodPost, "http://summarizer/", nil), in)
 			r.Body, r.ContentLength = io.NopCloser(tc.body), tc.length
-			h := IdempotencyKey(1<<20, false)(mustNotServe(t))
+			h := IdempotencyKey(newMemBook(nil), 1<<20, false)(mustNotServe(t))
 			if tc.limit > 0 {
 				h = Limit(tc.limit)(h)
 			}

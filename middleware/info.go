@@ -62,9 +62,24 @@ type Info struct {
 	// Buffered reports that Body holds the whole body (possibly empty).
 	Buffered bool
 	// Key is the idempotency key (unquoted) and KeyDerived whether Baton
-	// derived it.
+	// derived it; KeySource says from what (record.KeyFrom*).
 	Key        string
 	KeyDerived bool
+	KeySource  string
+	// Handling is the inbound handoff the request belongs to: at ingress the
+	// one Handle began for it, at egress the one the agent's handoff is made
+	// for (nil when none was found); Correlation says how it was found
+	// (record.CorrelatedBy*), and Call is the handoff's position among the
+	// handling's calls to its peer, when its key came from it.
+	Handling    *Handling
+	Correlation string
+	Call        *Call
+	// StoppedAt names the dead letter where the chain below the handoff
+	// stopped, when its answer said so (retry pushback).
+	StoppedAt string
+	// KeyMismatch reports an answer replayed from the dedupe window for a
+	// positional key whose first request had a different body.
+	KeyMismatch bool
 	// TraceID is the hex trace id of Baton's span.
 	TraceID string
 	// TraceparentIn is traceparent as it arrived, before Trace rewrote it

@@ -214,7 +214,7 @@ func BenchmarkChainMeasured(b *testing.B) {
 				benchResolve(
 					Identity(book)(
 						Limit(1 << 20)(
-							IdempotencyKey(1<<20, false)(drain())))))))
+							IdempotencyKey(newMemBook(nil), 1<<20, false)(drain())))))))
 		runChain(b, h, benchBody(512, false), http.Header{
 			"Content-Type": {"application/json"},
 			"Traceparent":  {"00-" + traceID + "-00f067aa0ba902b7-01"},

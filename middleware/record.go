@@ -1,10 +1,11 @@
 package middleware
 
 // Receipt writes the receiving Baton's record of each inbound handoff: it
-// names the receipt (so that the agent's own handoffs in the same trace can
-// point back to it), remembers the trace's hop, and after the response
-// records the outcome: delivered with the agent's status, replayed from the
-// dedupe window, or failed. The write is queued for the record book's
+// names the receipt (the handling Handle begins takes its id, so that the
+// agent's own handoffs point back to it), and after the response records the
+// outcome: delivered with the agent's status, replayed from the dedupe
+// window, or failed, and where the chain below stopped when the agent's
+// failure answer says so. The write is queued for the record book's
 // background flusher, off the response path. It sits after HopGuard (it
 // needs the sender and hop) and before Dedupe (so that a duplicate answered
 // from the window is recorded too). A store that refuses the write does not
@@ -33,7 +34,7 @@ type RecordWriter interface {
 }
 
 // Receipt returns the ingress receipt middleware.
-func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
+func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -41,7 +42,6 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 			if p := r.Header.Get(HeaderRecord); record.TraceOf(p) == in.TraceID {
 				in.ParentRecord = p
 			}
-			hops.RememberInbound(in.TraceID, in.Hop, in.RecordID)
 			next.ServeHTTP(w, r)
 
 			now := time.Now()
@@ -49,7 +49,11 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 				ID: in.RecordID, TraceID: in.TraceID, ParentID: in.ParentRecord, Side: record.Ingress,
 				From: in.From, To: in.To, Hop: in.Hop, Key: in.Key, Method: r.Method, Target: r.URL.RequestURI(),
 				Status: in.Status(), Attempts: 1, Created: in.Start, Updated: now,
-				Latency: float64(now.Sub(in.Start).Microseconds()) / 1000,
+				Latency:   float64(now.Sub(in.Start).Microseconds()) / 1000,
+				StoppedAt: in.StoppedAt,
+			}
+			if in.Key != "" {
+				rec.KeySource = inboundKeySource(r.Header, in.KeyDerived)
 			}
 			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
 				rec.SpanID = sc.SpanID().String()
@@ -67,6 +71,8 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 			}
 			rec.Trust = append(rec.Trust, TrustLabels(in)...)
 			switch {
+			case in.Dedupe == DedupeReplayed && in.KeyMismatch:
+				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window: the first request with this positional key had a different body"
 			case in.Dedupe == DedupeReplayed:
 				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window"
 			case in.Err != nil || rec.Status == 0:
@@ -86,6 +92,20 @@ func Receipt(book RecordWriter, hops HopBook) func(http.Handler) http.Handler {
 			book.WriteLater(rec)
 		})
 	}
+}
+
+// inboundKeySource says where an inbound handoff's key came from: the
+// sending Baton's Baton-Key-Source, the sender's own key without one, or
+// content when this Baton derived it.
+func inboundKeySource(h http.Header, derived bool) string {
+	if derived {
+		return record.KeyFromContent
+	}
+	switch v := h.Get(HeaderKeySource); v {
+	case record.KeyFromPosition, record.KeyFromMessage, record.KeyFromContent:
+		return v
+	}
+	return record.KeyFromAgent
 }
 
 // EnvelopeSummary is what a record keeps of the request's envelope check,

@@ -44,7 +44,7 @@ func BenchmarkTaintEgress(b *testing.B) {
 		bb, _ := json.Marshal(fields)
 		return bb
 	}
-	h := AccessLog(benchLogger(), Egress, "analyst")(benchResolve(IdempotencyKey(1<<20, true)(tn.Egress(drain()))))
+	h := AccessLog(benchLogger(), Egress, "analyst")(benchResolve(IdempotencyKey(newMemBook(nil), 1<<20, true)(tn.Egress(drain()))))
 	for _, bc := range []struct {
 		name string
 		copy bool

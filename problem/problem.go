@@ -45,6 +45,7 @@ const (
 	Unauthorized        Class = "unauthorized"
 	NotDeadLetter       Class = "not-a-dead-letter"
 	NotReplayable       Class = "not-replayable"
+	NotThisAgent        Class = "not-this-agent"
 	StoreUnavailable    Class = "store-unavailable"
 	KeyRequired         Class = "idempotency-key-required"
 	InFlight            Class = "request-in-flight"
@@ -85,6 +86,7 @@ var classes = map[Class]classInfo{
 	Unauthorized:        {"Admin token required", http.StatusUnauthorized, -32071},
 	NotDeadLetter:       {"Not a dead letter", http.StatusConflict, -32067},
 	NotReplayable:       {"Dead letter not replayable", http.StatusConflict, -32067},
+	NotThisAgent:        {"Record of another agent", http.StatusMisdirectedRequest, -32075},
 	StoreUnavailable:    {"State store unavailable", http.StatusServiceUnavailable, -32065},
 	NotReady:            {"Not ready", http.StatusServiceUnavailable, -32065},
 	NotFound:            {"Not found", http.StatusNotFound, -32601},

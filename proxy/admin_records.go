@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -16,13 +17,20 @@ import (
 //
 //	GET    /v1/traces/{trace_id}            the chain, ordered, with states
 //	GET    /v1/records/{id}                 one record with its checkpoint
-//	GET    /v1/deadletters?edge=&offset=&limit=
+//	GET    /v1/deadletters?edge=&offset=&limit=   this agent's, or one of its edges'
+//	GET    /v1/deadletters/{id}             one of them with its checkpoint
 //	POST   /v1/deadletters/{id}/replay
 //	DELETE /v1/deadletters/{id}
+//
+// Traces and records are read whoever wrote them (Batons sharing a store
+// see one chain per trace); dead letters are acted on only by the Baton of
+// the agent whose handoffs they are: another agent's id is answered 421
+// not-this-agent, naming the owner.
 func (s *Server) recordRoutes(r chi.Router) {
 	r.Get("/v1/traces/{trace_id}", s.getTrace)
 	r.Get("/v1/records/{id}", s.getRecord)
 	r.Get("/v1/deadletters", s.listDeadLetters)
+	r.Get("/v1/deadletters/{id}", s.getDeadLetter)
 	r.Post("/v1/deadletters/{id}/replay", s.replayDeadLetter)
 	r.Delete("/v1/deadletters/{id}", s.dropDeadLetter)
 }
@@ -84,7 +92,24 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.BadRequest, "offset must be >= 0 and limit between 1 and 500")
 		return
 	}
-	recs, total, err := s.book.DeadLetters(r.Context(), q.Get("edge"), offset, limit)
+	list := record.AgentDeadLetters(s.cfg.Agent)
+	if a := q.Get("agent"); a != "" && a != s.cfg.Agent {
+		notThisAgent(w, r, "dead letters of agent "+a, a)
+		return
+	}
+	if edge := q.Get("edge"); edge != "" {
+		from, _, ok := strings.Cut(edge, "→")
+		if !ok {
+			problem.Write(w, r, problem.BadRequest, "edge is from→to, like "+s.cfg.Agent+"→peer")
+			return
+		}
+		if from != s.cfg.Agent {
+			notThisAgent(w, r, "dead letters of edge "+edge, from)
+			return
+		}
+		list = record.EdgeDeadLetters(edge)
+	}
+	recs, total, err := s.book.DeadLetters(r.Context(), list, offset, limit)
 	if err != nil {
 		s.storeProblem(w, r, err)
 		return
@@ -95,24 +120,60 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, DeadLetterPage{Total: total, Offset: offset, Limit: limit, Records: recs})
 }
 
+// notThisAgent answers a request about another agent's dead letters.
+func notThisAgent(w http.ResponseWriter, r *http.Request, what, owner string) {
+	problem.New(r, problem.NotThisAgent, what+" belong to agent "+owner+": ask "+owner+"'s Baton").
+		With("owner", owner).Write(w)
+}
+
+// ownedRecord reads a record of this agent's own handoffs, answering the
+// problem when it cannot.
+func (s *Server) ownedRecord(w http.ResponseWriter, r *http.Request) (*record.Record, bool) {
+	rec, err := s.book.Get(r.Context(), chi.URLParam(r, "id"))
+	if err == nil {
+		err = s.owned(rec)
+	}
+	if err != nil {
+		s.recordProblem(w, r, err)
+		return nil, false
+	}
+	return rec, true
+}
+
+func (s *Server) getDeadLetter(w http.ResponseWriter, r *http.Request) {
+	if rec, ok := s.ownedRecord(w, r); ok {
+		writeJSON(w, http.StatusOK, rec)
+	}
+}
+
 func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 	res, err := s.Replay(r.Context(), chi.URLParam(r, "id"))
 	switch {
-	case errors.Is(err, ErrNotDead):
-		problem.Write(w, r, problem.NotDeadLetter, err.Error())
-	case errors.Is(err, ErrNotReplayable), errors.Is(err, ErrUnknownPeer):
-		problem.Write(w, r, problem.NotReplayable, err.Error())
 	case err != nil:
-		s.storeProblem(w, r, err)
+		s.recordProblem(w, r, err)
 	default:
 		writeJSON(w, http.StatusOK, res)
 	}
 }
 
-func (s *Server) dropDeadLetter(w http.ResponseWriter, r *http.Request) {
-	rec, err := s.book.Get(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
+// recordProblem answers a failed read of or action on a record.
+func (s *Server) recordProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var other *NotOwnerError
+	switch {
+	case errors.As(err, &other):
+		problem.New(r, problem.NotThisAgent, err.Error()).With("owner", other.Owner).Write(w)
+	case errors.Is(err, ErrNotDead):
+		problem.Write(w, r, problem.NotDeadLetter, err.Error())
+	case errors.Is(err, ErrNotReplayable), errors.Is(err, ErrUnknownPeer):
+		problem.Write(w, r, problem.NotReplayable, err.Error())
+	default:
 		s.storeProblem(w, r, err)
+	}
+}
+
+func (s *Server) dropDeadLetter(w http.ResponseWriter, r *http.Request) {
+	rec, ok := s.ownedRecord(w, r)
+	if !ok {
 		return
 	}
 	if rec.State != record.Dead {

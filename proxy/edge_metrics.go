@@ -31,16 +31,9 @@ type edgeObs struct {
 	depth  *deadLetterDepth
 }
 
-// measured sends the handoff and then reports what its tries did: retries
-// (as a count and as the span's http.request.resend_count) and a dead
-// letter (counted, named on the span and in the request's Info).
-func (e *edge) measured(req *http.Request, rec *record.Record, body []byte) (*http.Response, error) {
-	before := rec.Attempts
-	resp, err := e.send(req, rec, body)
-	e.obs.handoff(req.Context(), rec, rec.Attempts-before-1)
-	return resp, err
-}
-
+// handoff reports what the tries of a handoff did: retries (as a count and
+// as the span's http.request.resend_count) and a dead letter (counted, named
+// on the span and in the request's Info).
 func (o *edgeObs) handoff(ctx context.Context, rec *record.Record, retries int) {
 	dead := rec.State == record.Dead
 	if retries <= 0 && !dead {
@@ -173,7 +166,7 @@ func (d *deadLetterDepth) get(ctx context.Context, agent string, edges map[strin
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	for name := range edges {
-		n, err := d.book.DeadLetterCount(ctx, agent+"→"+name)
+		n, err := d.book.DeadLetterCount(ctx, record.EdgeDeadLetters(agent+"→"+name))
 		if err != nil {
 			if v, ok := d.counts[name]; ok {
 				next[name] = v

@@ -39,6 +39,12 @@ func errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(r.Context().Err(), context.Canceled) {
 		return
 	}
+	if in != nil && in.Side == middleware.Egress {
+		// The agent learns the key its handoff carried (see egressAnswer).
+		if v := r.Header[middleware.HeaderIdempotencyKey]; len(v) == 1 {
+			w.Header()[middleware.HeaderIdempotencyKey] = v
+		}
+	}
 	var dl *DeadLetterError
 	if errors.As(err, &dl) {
 		deadLettered(w, r, in, dl)

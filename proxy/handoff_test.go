@@ -50,8 +50,10 @@ func TestHandoffCarriesTraceIdentityHopAndKey(t *testing.T) {
 	if ts := r.Header.Get("Tracestate"); ts != "vendor=opaque" {
 		t.Errorf("tracestate %q not kept", ts)
 	}
-	if bg := r.Header.Get("Baggage"); bg != "tenant=acme" {
-		t.Errorf("baggage %q not kept", bg)
+	// The caller's baggage is kept, and the receiving Baton adds the
+	// handling the agent is in (for its own handoffs to be tied to it).
+	if bg := r.Header.Get("Baggage"); !strings.HasPrefix(bg, "tenant=acme,baton.handling=4bf92f3577b34da6a3ce929d0e0e4736.") {
+		t.Errorf("baggage %q: want tenant=acme kept and baton.handling added", bg)
 	}
 	if a := r.Header.Values("Baton-Agent"); len(a) != 1 || a[0] != "analyst" {
 		t.Errorf("Baton-Agent %q, want [analyst] (the forged value replaced)", a)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -23,6 +24,30 @@ var (
 	ErrNotReplayable = errors.New("the checkpoint holds no body: the request was streamed or over records.max_body_bytes")
 	ErrUnknownPeer   = errors.New("the record's peer is no longer configured")
 )
+
+// NotOwnerError reports a dead letter (or record) of another agent: only
+// the Baton of the agent whose handoff it is may act on it.
+type NotOwnerError struct {
+	ID    string
+	Owner string // the agent whose record it is
+}
+
+func (e *NotOwnerError) Error() string {
+	return e.ID + " belongs to agent " + e.Owner + ": act on it at " + e.Owner + "'s Baton"
+}
+
+// owned returns rec when it is a record of this Baton's agent's own
+// handoffs, and a *NotOwnerError otherwise.
+func (s *Server) owned(rec *record.Record) error {
+	owner := rec.From
+	if rec.Side == record.Ingress {
+		owner = rec.To
+	}
+	if owner != s.cfg.Agent {
+		return &NotOwnerError{ID: rec.ID, Owner: owner}
+	}
+	return nil
+}
 
 // ReplayResult is what a replay did.
 type ReplayResult struct {
@@ -39,6 +64,9 @@ type ReplayResult struct {
 func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 	rec, err := s.book.Get(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.owned(rec); err != nil {
 		return nil, err
 	}
 	if rec.State != record.Dead {
@@ -83,25 +111,32 @@ func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 	}
 	res := &ReplayResult{Record: rec}
 	resp, err := e.RoundTrip(req)
-	if err != nil {
-		res.Error = err.Error()
-		return res, nil // dead again, and recorded so
+	if err == nil {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		res.Status, res.Response = resp.StatusCode, string(body)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	res.Status, res.Response = resp.StatusCode, string(body)
+	if rec.State == record.Dead {
+		res.Error = rec.Error // dead again, and recorded so
+		return res, nil
+	}
 	if err := s.book.Undead(ctx, rec); err != nil {
-		s.log.Warn("replayed dead letter still indexed", "record_id", id, "error", err.Error())
+		s.log.Warn("replayed dead letter still listed", "record_id", id, "error", err.Error())
 	}
 	return res, nil
 }
 
-// replayEdge replays every dead letter of the edge to peer, oldest first
-// (auto_replay, when the peer's breaker closes again).
+// replayEdge replays every dead letter of the edge to peer, oldest first,
+// until one fails again (auto_replay). One runs per edge at a time.
 func (s *Server) replayEdge(ctx context.Context, peer string) {
-	edgeName := s.cfg.Agent + "→" + peer
+	e := s.edges[peer]
+	if !e.replaying.CompareAndSwap(false, true) {
+		return
+	}
+	defer e.replaying.Store(false)
+	list := record.EdgeDeadLetters(s.cfg.Agent + "→" + peer)
 	for {
-		recs, _, err := s.book.DeadLetters(ctx, edgeName, 0, 50)
+		recs, _, err := s.book.DeadLetters(ctx, list, 0, 50)
 		if err != nil || len(recs) == 0 {
 			return
 		}
@@ -116,12 +151,35 @@ func (s *Server) replayEdge(ctx context.Context, peer string) {
 				continue
 			}
 			if res.Error != "" {
-				return // still failing: wait for the breaker to close again
+				return // still failing: wait for the next round
 			}
 			progressed = true
 		}
 		if !progressed {
 			return
+		}
+	}
+}
+
+// autoReplay replays the edge's dead letters when the peer's breaker
+// closes again, and every interval while its breaker is not open, so that
+// a peer that comes back is found without other traffic to probe it.
+func (s *Server) autoReplay(ctx context.Context, peer string, every time.Duration) {
+	e := s.edges[peer]
+	list := record.EdgeDeadLetters(s.cfg.Agent + "→" + peer)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if e.breaker.State() == gobreaker.StateOpen {
+			continue
+		}
+		if n, err := s.book.DeadLetterCount(ctx, list); err == nil && n > 0 {
+			s.replayEdge(ctx, peer)
 		}
 	}
 }

@@ -56,8 +56,9 @@ type Server struct {
 	log    *slog.Logger
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
-	book   *record.Book
-	edges  map[string]*edge // by peer
+	book    *record.Book
+	letters *letters         // the agent's dead letters by key (deadletters.go)
+	edges   map[string]*edge // by peer
 	sm     *serverMetrics   // metrics (edge_metrics.go)
 	tp     *transparent     // nil unless intercept.mode is transparent
 
@@ -75,7 +76,8 @@ type Server struct {
 	bgCancel context.CancelFunc
 }
 
-// hopTTL is how long a trace's inbound hop is remembered.
+// hopTTL is how long a handling the agent answered, and a trace's grant,
+// are remembered.
 const hopTTL = 24 * time.Hour
 
 // New builds a Server; nothing listens until Start.
@@ -114,13 +116,14 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	hops := newHopBook(hopTTL)
+	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
+	s.letters = newLetters(s.book, o.Logger, s.background)
 	for name := range c.Peers {
 		var onClose func()
 		if e, ok := c.OutEdge(name); ok && e.AutoReplay {
 			onClose = func() { s.background(func(ctx context.Context) { s.replayEdge(ctx, name) }) }
 		}
-		s.edges[name] = newEdge(c, name, peerTransport, s.book, o.Logger, onClose)
+		s.edges[name] = newEdge(c, name, peerTransport, s.book, s.letters, o.Logger, onClose)
 		s.edges[name].signer = ts.signer
 	}
 	if err := s.observeEdges(); err != nil {
@@ -135,10 +138,11 @@ func New(o Options) (*Server, error) {
 			// included) and joins the target's base path.
 			pr.SetURL(in.Target)
 		},
-		Transport:    &routedTransport{edges: s.edges, external: memoryBody{measureClient(sm.m, externalTransport, "")}},
-		BufferPool:   pool,
-		ErrorHandler: errorHandler,
-		ErrorLog:     errLog,
+		Transport:      &routedTransport{edges: s.edges, external: memoryBody{measureClient(sm.m, externalTransport, "")}},
+		ModifyResponse: egressAnswer,
+		BufferPool:     pool,
+		ErrorHandler:   errorHandler,
+		ErrorLog:       errLog,
 	}
 	upstream := c.UpstreamURL
 	ingressProxy := &httputil.ReverseProxy{
@@ -148,10 +152,11 @@ func New(o Options) (*Server, error) {
 			}
 			pr.SetURL(s.tp.upstreamFor(pr.In.Context(), upstream))
 		},
-		Transport:    memoryBody{measureClient(sm.m, peerTransport, upstream.Hostname())},
-		BufferPool:   pool,
-		ErrorHandler: errorHandler,
-		ErrorLog:     errLog,
+		Transport:      memoryBody{measureClient(sm.m, peerTransport, upstream.Hostname())},
+		ModifyResponse: ingressAnswer,
+		BufferPool:     pool,
+		ErrorHandler:   errorHandler,
+		ErrorLog:       errLog,
 	}
 
 	checker, err := handoff.NewChecker()
@@ -182,12 +187,11 @@ func New(o Options) (*Server, error) {
 		middleware.Measure(sm.m),
 		tracing,
 		rs.middleware,
-		middleware.Identity(hops),
+		middleware.Identity(hs),
 		middleware.Limit(c.Limits.MaxBodyBytes),
-		middleware.IdempotencyKey(c.Records.MaxBodyBytes, ts.signer != nil),
-		middleware.Correlate(hops, hops),
+		middleware.IdempotencyKey(hs, c.Records.MaxBodyBytes, ts.signer != nil),
 		middleware.Policy(middleware.PolicyOptions{
-			Policy: ts.policy, Signing: ts.signer != nil, Grants: hops, Log: o.Logger,
+			Policy: ts.policy, Signing: ts.signer != nil, Grants: grants, Log: o.Logger,
 			EdgeGrant:        func(peer string) *trust.Grant { return ts.grants[peer] },
 			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
 		}),
@@ -208,14 +212,14 @@ func New(o Options) (*Server, error) {
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.Verify(middleware.VerifyOptions{
 			Verifier: ts.verifier, Policy: ts.policy, RequireAll: ts.verifier != nil,
-			Grants: hops, Log: o.Logger,
+			Grants: grants, Log: o.Logger,
 		}),
 		middleware.HopGuard(maxHops),
-		middleware.Receipt(s.book, hops),
+		middleware.Receipt(s.book),
 		middleware.Contract(checker, contractIn, o.Logger),
 		tainted.Ingress,
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
-		middleware.Remember(hops),
+		middleware.Handle(hs),
 	).Handler(ingressProxy)
 
 	s.egress = s.httpServer(eg, errLog)
@@ -263,6 +267,7 @@ func (s *Server) Start() error {
 		}(srv, s.listeners[i], names[i])
 	}
 	s.ready = true
+	s.startBackground()
 	s.log.Info("baton listening", "agent", s.cfg.Agent,
 		"egress", s.listeners[0].Addr().String(), "ingress", s.listeners[1].Addr().String(),
 		"admin", s.listeners[2].Addr().String())
@@ -388,11 +393,31 @@ func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy
 	}
 }
 
+// startBackground starts what runs beside the listeners: learning the
+// agent's dead letters, and the auto replay of the edges that ask for it
+// (every open_for of the peer's breaker). Start calls it holding s.mu.
+func (s *Server) startBackground() {
+	if !s.book.Enabled() {
+		return
+	}
+	s.backgroundLocked(func(ctx context.Context) { s.letters.load(ctx, s.cfg.Agent) })
+	for name := range s.edges {
+		if e, ok := s.cfg.OutEdge(name); ok && e.AutoReplay {
+			every := max(s.cfg.BreakerFor(name).OpenFor.D(), 100*time.Millisecond)
+			s.backgroundLocked(func(ctx context.Context) { s.autoReplay(ctx, name, every) })
+		}
+	}
+}
+
 // background runs fn unless the server is stopping; Shutdown cancels its
 // context and waits for it.
 func (s *Server) background(fn func(ctx context.Context)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.backgroundLocked(fn)
+}
+
+func (s *Server) backgroundLocked(fn func(ctx context.Context)) {
 	if s.stopping {
 		return
 	}

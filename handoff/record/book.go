@@ -449,7 +449,8 @@ func (b *Book) Trace(ctx context.Context, traceID string) (*Trace, error) {
 	return &Trace{TraceID: traceID, Entries: entries, Tail: tail, Records: recs}, nil
 }
 
-// DeadLetter writes rec (in state dead) and indexes it as a dead letter.
+// DeadLetter writes rec (in state dead) and lists it as a dead letter of
+// its agent (the sender, rec.From) and of its edge.
 func (b *Book) DeadLetter(ctx context.Context, rec *Record) error {
 	if b.store == nil {
 		return errors.New("record: records are disabled")
@@ -458,43 +459,55 @@ func (b *Book) DeadLetter(ctx context.Context, rec *Record) error {
 		return err
 	}
 	score := float64(rec.Updated.UnixMilli())
-	for _, k := range []string{dlqKey, dlqEdgeKey(rec.Edge())} {
-		if err := b.store.IndexAdd(ctx, k, rec.ID, score, b.retention); err != nil {
+	for _, l := range deadLetterLists(rec) {
+		if err := b.store.IndexAdd(ctx, l.key, rec.ID, score, b.retention); err != nil {
 			b.lost([]*Record{rec}, err)
-			return fmt.Errorf("record: indexing dead letter %s: %w", rec.ID, err)
+			return fmt.Errorf("record: listing dead letter %s: %w", rec.ID, err)
 		}
 	}
 	return nil
 }
 
-// Undead removes rec from the dead-letter indexes.
+// Undead takes rec off the dead-letter lists.
 func (b *Book) Undead(ctx context.Context, rec *Record) error {
 	if b.store == nil {
 		return nil
 	}
-	for _, k := range []string{dlqKey, dlqEdgeKey(rec.Edge())} {
-		if err := b.store.IndexRemove(ctx, k, rec.ID); err != nil {
-			return fmt.Errorf("record: unindexing dead letter %s: %w", rec.ID, err)
+	for _, l := range deadLetterLists(rec) {
+		if err := b.store.IndexRemove(ctx, l.key, rec.ID); err != nil {
+			return fmt.Errorf("record: unlisting dead letter %s: %w", rec.ID, err)
 		}
 	}
 	return nil
 }
 
-// DeadLetters pages through dead letters, oldest first, of one edge
-// ("from→to") or of all when edge is "". It returns the page and the total.
-func (b *Book) DeadLetters(ctx context.Context, edge string, offset, limit int) ([]Record, int64, error) {
+// DeadLetterList names a list of dead letters: those of one agent
+// (AgentDeadLetters) or of one edge (EdgeDeadLetters). Dead letters belong
+// to the agent whose handoff failed; Batons that share a store never list
+// each other's.
+type DeadLetterList struct{ key string }
+
+// AgentDeadLetters is the list of the dead letters of agent's handoffs.
+func AgentDeadLetters(agent string) DeadLetterList { return DeadLetterList{"dlq:agent:" + agent} }
+
+// EdgeDeadLetters is the list of the dead letters of one edge, "from→to".
+func EdgeDeadLetters(edge string) DeadLetterList { return DeadLetterList{"dlq:edge:" + edge} }
+
+func deadLetterLists(rec *Record) [2]DeadLetterList {
+	return [2]DeadLetterList{AgentDeadLetters(rec.From), EdgeDeadLetters(rec.Edge())}
+}
+
+// DeadLetters pages through a list of dead letters, oldest first. It
+// returns the page and the list's length.
+func (b *Book) DeadLetters(ctx context.Context, list DeadLetterList, offset, limit int) ([]Record, int64, error) {
 	if b.store == nil {
 		return nil, 0, nil
 	}
-	key := dlqKey
-	if edge != "" {
-		key = dlqEdgeKey(edge)
-	}
-	total, err := b.store.IndexCount(ctx, key)
+	total, err := b.store.IndexCount(ctx, list.key)
 	if err != nil {
 		return nil, 0, fmt.Errorf("record: counting dead letters: %w", err)
 	}
-	members, err := b.store.IndexRange(ctx, key, 0, 1e18, int64(offset), int64(limit))
+	members, err := b.store.IndexRange(ctx, list.key, 0, 1e18, int64(offset), int64(limit))
 	if err != nil {
 		return nil, 0, fmt.Errorf("record: listing dead letters: %w", err)
 	}
@@ -512,17 +525,13 @@ func (b *Book) DeadLetters(ctx context.Context, edge string, offset, limit int) 
 	return out, total, nil
 }
 
-// DeadLetterCount returns how many dead letters one edge ("from→to") has,
-// or all of them when edge is "": one store call.
-func (b *Book) DeadLetterCount(ctx context.Context, edge string) (int64, error) {
+// DeadLetterCount returns the length of a list of dead letters: one store
+// call.
+func (b *Book) DeadLetterCount(ctx context.Context, list DeadLetterList) (int64, error) {
 	if b.store == nil {
 		return 0, nil
 	}
-	key := dlqKey
-	if edge != "" {
-		key = dlqEdgeKey(edge)
-	}
-	n, err := b.store.IndexCount(ctx, key)
+	n, err := b.store.IndexCount(ctx, list.key)
 	if err != nil {
 		return 0, fmt.Errorf("record: counting dead letters: %w", err)
 	}

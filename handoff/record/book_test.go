@@ -76,9 +76,22 @@ func TestBookChainAndVerify(t *testing.T) {
 		if err != nil || got.State != record.Delivered || string(got.Request.Body) != `{"x":1}` {
 			t.Fatalf("Get: %+v %v", got, err)
 		}
-		dl, total, err := b.DeadLetters(ctx, "a→c", 0, 10)
-		if err != nil || total != 1 || len(dl) != 1 || dl[0].ID != r2.ID {
-			t.Fatalf("dead letters %v %d %v", dl, total, err)
+		for _, list := range []record.DeadLetterList{record.EdgeDeadLetters("a→c"), record.AgentDeadLetters("a")} {
+			dl, total, err := b.DeadLetters(ctx, list, 0, 10)
+			if err != nil || total != 1 || len(dl) != 1 || dl[0].ID != r2.ID {
+				t.Fatalf("dead letters of %v: %v %d %v", list, dl, total, err)
+			}
+		}
+		for _, list := range []record.DeadLetterList{record.EdgeDeadLetters("a→b"), record.AgentDeadLetters("c")} {
+			if n, err := b.DeadLetterCount(ctx, list); err != nil || n != 0 {
+				t.Fatalf("dead letters of %v: %d %v, want none", list, n, err)
+			}
+		}
+		if err := b.Undead(ctx, r2); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := b.DeadLetterCount(ctx, record.AgentDeadLetters("a")); err != nil || n != 0 {
+			t.Fatalf("after Undead: %d %v", n, err)
 		}
 		if _, err := b.Get(ctx, trace+".0000000000000000"); !errors.Is(err, record.ErrNotFound) {
 			t.Errorf("unknown id: %v", err)

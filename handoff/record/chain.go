@@ -80,7 +80,8 @@ func (r *Record) entrySize() int {
 	// prev digest; then the strings, and the optional members when present.
 	const snapshot, update, envelope = 407, 237, 156
 	n := len(r.ID) + len(r.State) + opt(r.Status != 0, `,"status":200`) + opt(r.Outcome != "", `,"outcome":""`) +
-		len(r.Outcome) + opt(r.Error != "", `,"error":""`) + len(r.Error)
+		len(r.Outcome) + opt(r.Error != "", `,"error":""`) + len(r.Error) +
+		opt(r.StoppedAt != "", `,"stopped_at":""`) + len(r.StoppedAt) + opt(r.ResolvedBy != "", `,"resolved_by":""`) + len(r.ResolvedBy)
 	if r.stored {
 		return update + n
 	}
@@ -88,7 +89,8 @@ func (r *Record) entrySize() int {
 		len(r.Target) + len(r.RequestDigest) +
 		opt(r.ParentID != "", `,"parent_id":""`) + len(r.ParentID) + opt(r.Key != "", `,"idempotency_key":""`) + len(r.Key) +
 		opt(r.Grant != "", `,"grant":""`) + len(r.Grant) + opt(r.SenderKeyID != "", `,"sender_key_id":""`) + len(r.SenderKeyID) +
-		opt(len(r.Trust) != 0, `,"trust":[]`)
+		opt(len(r.Trust) != 0, `,"trust":[]`) + opt(r.KeySource != "", `,"key_source":""`) + len(r.KeySource) +
+		opt(r.Position != 0, `,"position":10`) + opt(r.Correlation != "", `,"correlation":""`) + len(r.Correlation)
 	for _, t := range r.Trust {
 		n += len(t) + len(`"\u003c",`) // an untrusted label's "<-" is escaped
 	}

@@ -72,6 +72,18 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"sender_key_id":`...)
 		b = appendString(b, r.SenderKeyID)
 	}
+	if r.KeySource != "" {
+		b = append(b, `,"key_source":`...)
+		b = appendString(b, r.KeySource)
+	}
+	if r.Position != 0 {
+		b = append(b, `,"position":`...)
+		b = strconv.AppendInt(b, int64(r.Position), 10)
+	}
+	if r.Correlation != "" {
+		b = append(b, `,"correlation":`...)
+		b = appendString(b, r.Correlation)
+	}
 	b = r.appendProgress(b)
 	b = append(b, `,"replayable":`...)
 	b = strconv.AppendBool(b, r.Replayable)
@@ -97,8 +109,8 @@ func (r *Record) appendUpdateJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendProgress appends the members from "state" to "error", which a
-// record and its Update share.
+// appendProgress appends the members from "state" to "resolved_by", which
+// a record and its Update share.
 func (r *Record) appendProgress(b []byte) []byte {
 	b = append(b, `,"state":`...)
 	b = appendString(b, string(r.State))
@@ -117,6 +129,14 @@ func (r *Record) appendProgress(b []byte) []byte {
 	if r.Error != "" {
 		b = append(b, `,"error":`...)
 		b = appendString(b, r.Error)
+	}
+	if r.StoppedAt != "" {
+		b = append(b, `,"stopped_at":`...)
+		b = appendString(b, r.StoppedAt)
+	}
+	if r.ResolvedBy != "" {
+		b = append(b, `,"resolved_by":`...)
+		b = appendString(b, r.ResolvedBy)
 	}
 	return b
 }

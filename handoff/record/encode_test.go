@@ -36,12 +36,17 @@ var encodedFields = map[reflect.Type][]string{
 		"trust,omitempty: []string",
 		"grant,omitempty: string",
 		"sender_key_id,omitempty: string",
+		"key_source,omitempty: string",
+		"position,omitempty: int",
+		"correlation,omitempty: string",
 		"state: record.State",
 		"status,omitempty: int",
 		"attempts: int",
 		"latency_ms: float64",
 		"outcome,omitempty: string",
 		"error,omitempty: string",
+		"stopped_at,omitempty: string",
+		"resolved_by,omitempty: string",
 		"replayable: bool",
 		"created: time.Time",
 		"updated: time.Time",
@@ -65,6 +70,8 @@ var encodedFields = map[reflect.Type][]string{
 		"latency_ms: float64",
 		"outcome,omitempty: string",
 		"error,omitempty: string",
+		"stopped_at,omitempty: string",
+		"resolved_by,omitempty: string",
 		"updated: time.Time",
 	},
 	reflect.TypeFor[Entry](): {
@@ -185,7 +192,7 @@ func checkEntries(t *testing.T, r *Record, s Record) {
 		e := Entry{Seq: 4, Prev: "abcd", At: now.UTC()}
 		if stored {
 			e.Update = &Update{ID: s.ID, State: s.State, Status: s.Status, Attempts: s.Attempts, Latency: s.Latency,
-				Outcome: s.Outcome, Error: s.Error, Updated: s.Updated}
+				Outcome: s.Outcome, Error: s.Error, StoppedAt: s.StoppedAt, ResolvedBy: s.ResolvedBy, Updated: s.Updated}
 		} else {
 			snap := s
 			snap.Request = nil
@@ -241,7 +248,7 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 	r.Trust = validUTF8(r.Trust)
 	for _, s := range []*string{&r.ID, &r.TraceID, &r.SpanID, &r.ParentID, (*string)(&r.Side), &r.From, &r.To,
 		&r.Key, &r.Method, &r.Target, &r.RequestDigest, &r.Grant, &r.SenderKeyID, (*string)(&r.State),
-		&r.Outcome, &r.Error} {
+		&r.Outcome, &r.Error, &r.KeySource, &r.Correlation, &r.StoppedAt, &r.ResolvedBy} {
 		*s = toValidUTF8(*s)
 	}
 	return r, ok
@@ -325,12 +332,17 @@ func fullRecord() *Record {
 		Trust:       []string{"verified", "untrusted:web"},
 		Grant:       "read:docs",
 		SenderKeyID: "k1",
+		KeySource:   KeyFromPosition,
+		Position:    2,
+		Correlation: CorrelatedByBaggage,
 		State:       Dead,
 		Status:      503,
 		Attempts:    5,
 		Latency:     123456789.125,
 		Outcome:     "gave up after 5 attempts",
 		Error:       "dial tcp: connection refused\n",
+		StoppedAt:   "4bf92f3577b34da6a3ce929d0e0e4736.aabbccddeeff0011",
+		ResolvedBy:  "4bf92f3577b34da6a3ce929d0e0e4736.<&>",
 		Replayable:  true,
 		Created:     time.Date(2025, 3, 4, 5, 6, 7, 890123000, cest),
 		Updated:     time.Date(2025, 3, 4, 5, 6, 8, 1, nst),
@@ -617,7 +629,8 @@ func randRecord(rng *rand.Rand) *Record {
 		RequestDigest: randString(rng), Trust: randStrings(rng), Grant: randString(rng),
 		SenderKeyID: randString(rng), State: State(randString(rng)), Status: randInt(rng),
 		Attempts: randInt(rng), Latency: randFloat(rng), Outcome: randString(rng),
-		Error: randString(rng), Replayable: rng.IntN(2) == 0, Created: randTime(rng),
+		Error: randString(rng), KeySource: randString(rng), Position: randInt(rng), Correlation: randString(rng),
+		StoppedAt: randString(rng), ResolvedBy: randString(rng), Replayable: rng.IntN(2) == 0, Created: randTime(rng),
 		Updated: randTime(rng), checkpointed: rng.IntN(2) == 0,
 	}
 	if rng.IntN(2) == 0 {
@@ -660,7 +673,8 @@ func FuzzRecordAppendJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id, outcome, hkey string, hop, status int, latency, completeness float64,
 		body []byte, hval, trust string, sec, nsec int64, zone int, flags uint8) {
 		r := &Record{ID: id, TraceID: hkey, From: outcome, To: hval, Hop: hop, Status: status,
-			Attempts: hop ^ status, Latency: latency, Outcome: outcome, Error: trust,
+			Attempts: hop ^ status, Latency: latency, Outcome: outcome, Error: trust, KeySource: hval,
+			Position: status, Correlation: hkey, StoppedAt: id, ResolvedBy: outcome,
 			State: State(hval), Side: Side(id), Replayable: flags&1 != 0,
 			Created: time.Unix(sec, nsec).In(time.FixedZone("", zone%(1<<20))),
 			Updated: time.Unix(nsec, sec%1e9).UTC()}
@@ -812,6 +826,8 @@ func TestEntrySize(t *testing.T) {
 		TaskID: "task-1", Intent: "flag anomalies", Completeness: 0.8333333333333334, OpenQuestions: 2, Unverified: 1, Violations: 3}
 	full.Trust = []string{"posture=verified", "untrusted=/data/0<-https://example.com"}
 	full.Grant, full.SenderKeyID, full.Error = "grant-token", "key-1", "connection refused"
+	full.KeySource, full.Position, full.Correlation = KeyFromPosition, 3, CorrelatedByTraceparent
+	full.StoppedAt, full.ResolvedBy = NewID("4bf92f3577b34da6a3ce929d0e0e4736"), NewID("4bf92f3577b34da6a3ce929d0e0e4736")
 	bare := &Record{ID: NewID("4bf92f3577b34da6a3ce929d0e0e4736"), TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 		Side: Ingress, From: "a", To: "b", Method: "POST", Target: "/", State: Sent, Created: now, Updated: now}
 	for _, r := range []*Record{benchRecord(), full, bare} {

@@ -31,6 +31,24 @@ const (
 	Replayed  State = "replayed"
 )
 
+// Where an egress record's idempotency key came from.
+const (
+	KeyFromAgent    = "agent"    // the agent sent it
+	KeyFromPosition = "position" // the handoff's causal position (docs/resume.md)
+	KeyFromMessage  = "message"  // the A2A message id
+	KeyFromContent  = "content"  // the trace, edge, request line and body
+)
+
+// How an egress handoff was tied to the inbound handoff its agent was
+// handling.
+const (
+	CorrelatedByBaggage     = "baggage"     // the baton.handling member of W3C baggage
+	CorrelatedByTraceparent = "traceparent" // traceparent as the agent received it
+	CorrelatedByTrace       = "trace"       // the only handling of the trace
+	CorrelatedByA2A         = "a2a"         // the A2A contextId or taskId
+	CorrelationAmbiguous    = "ambiguous"   // the trace has several handlings: none chosen
+)
+
 // Side tells which Baton wrote the record.
 type Side string
 
@@ -63,6 +81,14 @@ type Record struct {
 	Trust       []string `json:"trust,omitempty"`
 	Grant       string   `json:"grant,omitempty"`
 	SenderKeyID string   `json:"sender_key_id,omitempty"`
+	// KeySource says where the idempotency key came from (see the Key*
+	// constants); Position is the handoff's position among the calls to its
+	// peer in the handling of the inbound handoff it was made for (when the
+	// key came from it), and Correlation how the handoff was tied to that
+	// inbound handoff (see the Correlated* constants).
+	KeySource   string `json:"key_source,omitempty"`
+	Position    int    `json:"position,omitempty"`
+	Correlation string `json:"correlation,omitempty"`
 
 	State    State   `json:"state"`
 	Status   int     `json:"status,omitempty"`
@@ -70,6 +96,12 @@ type Record struct {
 	Latency  float64 `json:"latency_ms"`
 	Outcome  string  `json:"outcome,omitempty"`
 	Error    string  `json:"error,omitempty"`
+	// StoppedAt names the dead letter where the chain below this handoff
+	// stopped (retry pushback: the handoff was not retried); ResolvedBy the
+	// record whose handoff, with the same key, delivered this dead letter's
+	// work when its chain resumed.
+	StoppedAt  string `json:"stopped_at,omitempty"`
+	ResolvedBy string `json:"resolved_by,omitempty"`
 	// Replayable is false when the checkpoint lacks the body (streamed or
 	// over the cap): such a dead letter can be inspected but not replayed.
 	Replayable bool `json:"replayable"`
@@ -96,20 +128,22 @@ type Record struct {
 // hash a fraction of a snapshot. Only these fields may change once a record
 // is written (a Book writes nothing else of it again).
 type Update struct {
-	ID       string    `json:"id"`
-	State    State     `json:"state"`
-	Status   int       `json:"status,omitempty"`
-	Attempts int       `json:"attempts"`
-	Latency  float64   `json:"latency_ms"`
-	Outcome  string    `json:"outcome,omitempty"`
-	Error    string    `json:"error,omitempty"`
-	Updated  time.Time `json:"updated"`
+	ID         string    `json:"id"`
+	State      State     `json:"state"`
+	Status     int       `json:"status,omitempty"`
+	Attempts   int       `json:"attempts"`
+	Latency    float64   `json:"latency_ms"`
+	Outcome    string    `json:"outcome,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	StoppedAt  string    `json:"stopped_at,omitempty"`
+	ResolvedBy string    `json:"resolved_by,omitempty"`
+	Updated    time.Time `json:"updated"`
 }
 
 // apply sets r's changing fields to u's.
 func (u *Update) apply(r *Record) {
 	r.State, r.Status, r.Attempts, r.Latency = u.State, u.Status, u.Attempts, u.Latency
-	r.Outcome, r.Error, r.Updated = u.Outcome, u.Error, u.Updated
+	r.Outcome, r.Error, r.StoppedAt, r.ResolvedBy, r.Updated = u.Outcome, u.Error, u.StoppedAt, u.ResolvedBy, u.Updated
 }
 
 // EnvelopeSummary is what a record keeps of a handoff envelope.
@@ -186,7 +220,3 @@ func isHex(s string) bool {
 func chainKey(traceID string) string  { return "{" + traceID + "}:records" }
 func checkpointName(id string) string { return "cp:" + id }
 
-// Dead-letter indexes: all dead letters, and those of one edge.
-const dlqKey = "dlq"
-
-func dlqEdgeKey(edge string) string { return "dlq:edge:" + edge }

@@ -7,42 +7,25 @@ import (
 	"github.com/batonproxy/baton/trust"
 )
 
-// hopBook remembers, per trace, the hop and receipt of the inbound handoff
-// and the grant it carried, in this process: an agent's outbound handoffs
-// leave through its own Baton, the one that delivered the inbound handoff,
-// so no store round trip is needed on the hot path. Both maps are bounded
+// grantBook remembers, per trace, the grant the inbound handoffs of the
+// trace carried, narrowed by each, in this process: an agent's outbound
+// handoffs leave through its own Baton, the one that delivered the inbound
+// handoff, so no store round trip is needed on the hot path. It is bounded
 // (first in, first out) and entries expire after ttl.
-type hopBook struct {
-	hops     *fifo[hopEntry]
-	grants   *fifo[*trust.Grant]
-	contexts *fifo[string] // A2A context or task id → trace id
+type grantBook struct {
+	grants *fifo[*trust.Grant]
 }
 
-type hopEntry struct {
-	hop    int
-	record string
-}
+const grantBookSize = 1 << 16
 
-const hopBookSize = 1 << 16
-
-func newHopBook(ttl time.Duration) *hopBook {
-	return &hopBook{hops: newFIFO[hopEntry](hopBookSize, ttl), grants: newFIFO[*trust.Grant](hopBookSize, ttl),
-		contexts: newFIFO[string](hopBookSize, ttl)}
-}
-
-func (b *hopBook) InboundHop(traceID string) (int, string) {
-	e, _ := b.hops.get(traceID)
-	return e.hop, e.record
-}
-
-func (b *hopBook) RememberInbound(traceID string, hop int, recordID string) {
-	b.hops.set(traceID, hopEntry{hop: hop, record: recordID})
+func newGrantBook(ttl time.Duration) *grantBook {
+	return &grantBook{grants: newFIFO[*trust.Grant](grantBookSize, ttl)}
 }
 
 // RememberGrant narrows the trace's grant by g: a later inbound handoff in
 // the same trace (signed or not) can only narrow what the agent may do, never
 // widen it.
-func (b *hopBook) RememberGrant(traceID string, g *trust.Grant) {
+func (b *grantBook) RememberGrant(traceID string, g *trust.Grant) {
 	if g == nil {
 		return
 	}
@@ -54,16 +37,9 @@ func (b *hopBook) RememberGrant(traceID string, g *trust.Grant) {
 	})
 }
 
-func (b *hopBook) InboundGrant(traceID string) *trust.Grant {
+func (b *grantBook) InboundGrant(traceID string) *trust.Grant {
 	g, _ := b.grants.get(traceID)
 	return g
-}
-
-func (b *hopBook) RememberContext(id, traceID string) { b.contexts.set(id, traceID) }
-
-func (b *hopBook) ContextTrace(id string) string {
-	t, _ := b.contexts.get(id)
-	return t
 }
 
 // fifo is a bounded map with expiry that forgets its oldest key when full.

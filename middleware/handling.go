@@ -1,0 +1,203 @@
+package middleware
+
+// A Handling is one inbound handoff while the local agent handles it, and for
+// a while after. The ingress middleware Handle begins one for every request it
+// delivers to the agent. At egress, Identity and IdempotencyKey find the
+// handling an outbound handoff is made for (correlate.go) and give the
+// handoff a key derived from the handling's key, the peer and the call's
+// position among the handling's calls to that peer, so that an agent that
+// handles the same inbound handoff again (the chain resumed) sends the same
+// keys and every call that completed before is answered from its receiver's
+// dedupe window. A handling also learns where a chain it started stopped (a
+// dead letter), so that the agent's failure answer carries it upstream and
+// the Batons above do not retry it (retry pushback).
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handling is one inbound handoff the local agent is handling (or handled).
+// Its identity fields are set before Begin and never change.
+type Handling struct {
+	// ID is the receipt's record id, sent to the agent as the baton.handling
+	// member of W3C baggage.
+	ID      string
+	TraceID string
+	// SpanID is the ingress span's id: the parent-id of traceparent as the
+	// agent received it.
+	SpanID string
+	Hop    int
+	From   string
+	// Key is the inbound handoff's idempotency key scoped by its edge: the
+	// root of the positional keys of the agent's calls.
+	Key Scope
+	// Contexts are the A2A contextId and taskId the inbound message named.
+	Contexts []string
+	Started  time.Time
+
+	done    atomic.Bool
+	mu      sync.Mutex
+	stopped string            // the dead letter where a chain this handling started stopped
+	calls   map[string][]slot // by peer, in order of position
+}
+
+// Scope is an idempotency key scoped by its edge (sender, receiver): what a
+// receiver's dedupe window keys on, as a fixed-size digest.
+type Scope [16]byte
+
+// ScopeKey scopes key to the edge from → to.
+func ScopeKey(from, to, key string) Scope {
+	var buf [256]byte
+	msg := appendField(buf[:0], from)
+	msg = appendField(msg, to)
+	msg = appendField(msg, key)
+	sum := sha256.Sum256(msg)
+	var s Scope
+	copy(s[:], sum[:16])
+	return s
+}
+
+// Done reports whether the agent has answered the inbound handoff.
+func (h *Handling) Done() bool { return h.done.Load() }
+
+// Finish records that the agent answered.
+func (h *Handling) Finish() { h.done.Store(true) }
+
+// Stop records that a handoff made for h became the dead letter id, or was
+// answered with a chain that stopped at it; the first one is kept.
+func (h *Handling) Stop(id string) {
+	if id == "" {
+		return
+	}
+	h.mu.Lock()
+	if h.stopped == "" {
+		h.stopped = id
+	}
+	h.mu.Unlock()
+}
+
+// StoppedAt returns the dead letter where a chain h started stopped, or "".
+func (h *Handling) StoppedAt() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopped
+}
+
+// A slot is a position among a handling's calls to one peer.
+type slot struct {
+	fp      [32]byte // what the call is: method, target, body (fingerprint)
+	state   slotState
+	holders int  // calls in flight at this position
+	sent    bool // a call at this position left the pod
+}
+
+type slotState uint8
+
+const (
+	slotInFlight slotState = iota
+	slotAnswered           // a final answer reached the agent: the position is taken for good
+	slotFailed             // no final answer: the agent's retry of the call takes it again
+	slotUnused             // given up before anything left the pod: the next call takes it
+)
+
+// maxPositions bounds the positions kept per peer; calls past it get keys
+// from their content.
+const maxPositions = 4096
+
+// take returns the position of a call with fingerprint fp to peer, 1-based,
+// or 0 past maxPositions. A call identical to one still in flight or one that
+// failed is the agent retrying it and takes its position; otherwise the call
+// takes a position given up unused, or the next one.
+func (h *Handling) take(peer string, fp [32]byte) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.calls == nil {
+		h.calls = map[string][]slot{}
+	}
+	slots := h.calls[peer]
+	for i := range slots {
+		if s := &slots[i]; s.fp == fp && (s.state == slotInFlight || s.state == slotFailed) {
+			s.state = slotInFlight
+			s.holders++
+			return i + 1
+		}
+	}
+	for i := range slots {
+		if slots[i].state == slotUnused {
+			slots[i] = slot{fp: fp, holders: 1}
+			return i + 1
+		}
+	}
+	if len(slots) == maxPositions {
+		return 0
+	}
+	h.calls[peer] = append(slots, slot{fp: fp, holders: 1})
+	return len(slots) + 1
+}
+
+// settle records how one call at pos ended.
+func (h *Handling) settle(peer string, pos int, o CallOutcome) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := &h.calls[peer][pos-1]
+	s.holders--
+	s.sent = s.sent || o != CallUnsent
+	switch {
+	case o == CallAnswered:
+		s.state = slotAnswered
+	case s.state == slotAnswered || s.holders > 0:
+	case s.sent:
+		s.state = slotFailed
+	default:
+		s.state = slotUnused
+	}
+}
+
+// CallOutcome is how an outbound call made for a handling ended.
+type CallOutcome uint8
+
+// The outcomes.
+const (
+	// CallAnswered: a final answer reached the agent.
+	CallAnswered CallOutcome = iota + 1
+	// CallFailed: the call left the pod but got no final answer (a dead
+	// letter, a chain stopped below it, a duplicate still in flight, or the
+	// agent went away).
+	CallFailed
+	// CallUnsent: the call was refused before it left the pod.
+	CallUnsent
+)
+
+// Call is an outbound handoff's position among its handling's calls to its
+// peer. Settle it once it is known how it ended; later settles are ignored.
+type Call struct {
+	h       *Handling
+	peer    string
+	pos     int
+	settled atomic.Bool
+}
+
+// Position returns the call's position, 1-based.
+func (c *Call) Position() int { return c.pos }
+
+// Settle records how the call ended.
+func (c *Call) Settle(o CallOutcome) {
+	if c != nil && c.settled.CompareAndSwap(false, true) {
+		c.h.settle(c.peer, c.pos, o)
+	}
+}
+
+// positionKey is the key of the call at pos among the handling's calls to
+// peer, as a quoted RFC 8941 string.
+func positionKey(scope Scope, peer string, pos int) string {
+	var buf [128]byte
+	msg := appendField(buf[:0], "position")
+	msg = append(msg, scope[:]...)
+	msg = appendField(msg, peer)
+	msg = binary.BigEndian.AppendUint32(msg, uint32(pos))
+	return keyString("bp-", sha256.Sum256(msg))
+}

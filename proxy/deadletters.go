@@ -1,0 +1,144 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/batonproxy/baton/handoff/record"
+)
+
+// letters keeps the dead letter of each (peer, key) this Baton's agent has,
+// so that a failed handoff is listed once, and not once its work is done:
+//   - a handoff delivered later with the same key (the chain resumed, and
+//     the agent re-ran and sent the same positional key) resolves the dead
+//     letter: delivered, with resolved_by naming that handoff's record;
+//   - a handoff dead-lettered again with the same key supersedes the older
+//     letter, which leaves the lists pointing at the newer one.
+//
+// It lives in the process and starts from the agent's listed dead letters.
+// A dead letter it does not know (another replica of the agent wrote it)
+// stays listed until it is replayed, which the receiver's window then
+// answers without running its agent again.
+type letters struct {
+	book *record.Book
+	log  *slog.Logger
+	bg   func(func(context.Context)) // runs store work off the request path
+
+	mu    sync.Mutex
+	byKey map[letterKey]string // dead letter record id
+	order []letterKey          // a ring, to bound byKey
+	next  int
+}
+
+type letterKey struct{ peer, key string }
+
+const maxLetters = 1 << 16
+
+func newLetters(book *record.Book, log *slog.Logger, bg func(func(context.Context))) *letters {
+	return &letters{book: book, log: log, bg: bg, byKey: map[letterKey]string{}}
+}
+
+// load learns the agent's listed dead letters.
+func (l *letters) load(ctx context.Context, agent string) {
+	recs, _, err := l.book.DeadLetters(ctx, record.AgentDeadLetters(agent), 0, 1000)
+	if err != nil {
+		l.log.Warn("dead letters not loaded: a resumed chain will not resolve the ones listed before this start",
+			"error", err.Error())
+		return
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Key == "" || r.State != record.Dead {
+			continue
+		}
+		k := letterKey{r.To, r.Key}
+		l.mu.Lock()
+		_, known := l.byKey[k] // one written since this Baton started is newer
+		l.mu.Unlock()
+		if !known {
+			l.swap(k, r.ID)
+		}
+	}
+}
+
+// swap sets k's dead letter to id ("" forgets it) and returns the one
+// before.
+func (l *letters) swap(k letterKey, id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev, had := l.byKey[k]
+	switch {
+	case id == "":
+		delete(l.byKey, k)
+	case had:
+		l.byKey[k] = id
+	default:
+		if len(l.order) < maxLetters {
+			l.order = append(l.order, k)
+		} else {
+			delete(l.byKey, l.order[l.next])
+			l.order[l.next] = k
+			l.next = (l.next + 1) % maxLetters
+		}
+		l.byKey[k] = id
+	}
+	return prev
+}
+
+// dead notes a dead letter stored: an older one of the same key is
+// superseded.
+func (l *letters) dead(rec *record.Record) {
+	if l == nil || rec.Key == "" {
+		return
+	}
+	if prev := l.swap(letterKey{rec.To, rec.Key}, rec.ID); prev != "" && prev != rec.ID {
+		l.settle(prev, rec.ID, false)
+	}
+}
+
+// delivered notes a handoff delivered: the dead letter of its key, if any,
+// is resolved by it.
+func (l *letters) delivered(rec *record.Record) {
+	if l == nil || rec.Key == "" {
+		return
+	}
+	l.mu.Lock()
+	_, had := l.byKey[letterKey{rec.To, rec.Key}]
+	l.mu.Unlock()
+	if !had {
+		return
+	}
+	if prev := l.swap(letterKey{rec.To, rec.Key}, ""); prev != "" && prev != rec.ID {
+		l.settle(prev, rec.ID, true)
+	}
+}
+
+// settle takes the dead letter id off the lists, off the request path:
+// resolved (delivered by the handoff of record by) or superseded (by the
+// dead letter by). A dead letter no longer dead (replayed meanwhile) is
+// left as it is.
+func (l *letters) settle(id, by string, resolved bool) {
+	l.bg(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		rec, err := l.book.Get(ctx, id)
+		if err != nil || rec.State != record.Dead {
+			return
+		}
+		rec.ResolvedBy, rec.Updated = by, time.Now()
+		if resolved {
+			rec.State = record.Delivered
+			rec.Outcome = "resolved: " + by + " delivered the same handoff (same key) when the chain resumed"
+		} else {
+			rec.Outcome = "superseded: the same handoff (same key) failed again as dead letter " + by
+		}
+		if err := l.book.Write(ctx, rec); err == nil {
+			err = l.book.Undead(ctx, rec)
+		}
+		if err != nil {
+			l.log.Warn("dead letter still listed", "record_id", id, "resolved_by", by, "error", err.Error())
+		}
+	})
+}

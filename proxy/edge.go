@@ -1,0 +1,311 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/trust"
+)
+
+// edge is the outbound path to one peer. A handoff, top to bottom:
+//
+//  1. RoundTrip writes its record, with the checkpoint, before anything
+//     leaves the pod;
+//  2. send makes the tries: each through the peer's circuit breaker
+//     (try.go), judged by judge (verdict.go), and retried with exponential
+//     backoff and full jitter within the edge's retry budget and timeouts;
+//  3. conclude records what the tries came to, tells the handling the
+//     handoff was made for (its position, and where a chain stopped), and
+//     returns what the agent gets.
+//
+// Retries happen before any response byte reaches the agent: the response
+// returned is the one the agent gets.
+type edge struct {
+	from, to   string
+	next       http.RoundTripper
+	breaker    *gobreaker.CircuitBreaker[*http.Response]
+	retry      config.Retry
+	budget     *budget
+	book       *record.Book
+	letters    *letters // this Baton's dead letters by key (deadletters.go)
+	checkpoint int64    // body bytes kept with a checkpoint
+	log        *slog.Logger
+	signer     *trust.Signer // nil: handoffs go unsigned
+	obs        *edgeObs      // metrics and span detail (edge_metrics.go); nil: none
+
+	deadLetters atomic.Int64 // dead letters written (or logged when the store refused)
+	replaying   atomic.Bool  // an auto replay of the edge's dead letters is running
+}
+
+// HeaderDeadLetter names, on an answer to an agent, the dead letter where
+// its handoff's chain stopped: the handoff itself, dead-lettered after its
+// tries, or a handoff further down the chain (retry pushback).
+const HeaderDeadLetter = "Baton-Dead-Letter"
+
+// DeadLetterError is returned to the reverse proxy when a handoff was
+// dead-lettered without an answer from the peer; the error handler answers
+// the agent with its record id.
+type DeadLetterError struct {
+	RecordID string
+	Breaker  bool // the peer's breaker was open
+	Timeout  bool
+	Status   int // the peer's last status, when it answered
+	Err      error
+}
+
+func (e *DeadLetterError) Error() string {
+	switch {
+	case e.Breaker:
+		return "dead-lettered as " + e.RecordID + ": circuit breaker open"
+	case e.Status != 0:
+		return "dead-lettered as " + e.RecordID + ": peer answered " + strconv.Itoa(e.Status)
+	}
+	return "dead-lettered as " + e.RecordID + ": " + e.Err.Error()
+}
+
+func (e *DeadLetterError) Unwrap() error { return e.Err }
+
+func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.Book, letters *letters,
+	log *slog.Logger, onClose func()) *edge {
+	bc := c.BreakerFor(to)
+	e := &edge{from: c.Agent, to: to, next: next, retry: c.RetryFor(to), book: book, letters: letters,
+		checkpoint: c.Records.MaxBodyBytes, log: log}
+	e.budget = newBudget(*e.retry.Budget, e.retry.BudgetWindow.D())
+	e.breaker = gobreaker.NewCircuitBreaker[*http.Response](gobreaker.Settings{
+		Name:        to,
+		MaxRequests: uint32(bc.HalfOpenRequests),
+		Timeout:     bc.OpenFor.D(),
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(bc.Failures) },
+		// A try the caller abandoned says nothing about the peer.
+		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, errCallerGone) },
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			log.Warn("circuit breaker", "peer", name, "from", from.String(), "to", to.String())
+			e.obs.transition(int(to))
+			if to == gobreaker.StateClosed && onClose != nil {
+				onClose()
+			}
+		},
+	})
+	return e
+}
+
+type recordKey struct{}
+
+// withRecord marks a request as the replay of rec.
+func withRecord(ctx context.Context, rec *record.Record) context.Context {
+	return context.WithValue(ctx, recordKey{}, rec)
+}
+
+// RoundTrip sends one handoff, or the replay of a dead letter.
+func (e *edge) RoundTrip(req *http.Request) (*http.Response, error) {
+	in := middleware.InfoFromContext(req.Context())
+	rec, replay := req.Context().Value(recordKey{}).(*record.Record)
+	body := []byte(nil)
+	if replay {
+		body = rec.Request.Body
+	} else {
+		rec, body = e.newRecord(req, in), in.Body
+		// The checkpoint is written before anything leaves: a crash from here
+		// on leaves a record to resume from. A store that refuses it does not
+		// stop the handoff (the book logs and counts the loss).
+		_ = e.book.Write(req.Context(), rec)
+	}
+	start, before := time.Now(), rec.Attempts
+	a := e.send(req, rec, body)
+	resp, err := e.conclude(in, rec, a, start)
+	e.obs.handoff(req.Context(), rec, rec.Attempts-before-1)
+	return resp, err
+}
+
+func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record {
+	now := time.Now()
+	rec := &record.Record{
+		ID: record.NewID(in.TraceID), TraceID: in.TraceID, ParentID: in.ParentRecord, Side: record.Egress,
+		From: e.from, To: e.to, Hop: in.Hop, Key: in.Key, Method: req.Method, Target: req.URL.RequestURI(),
+		KeySource: in.KeySource, Correlation: in.Correlation, State: record.Sent, Created: now, Updated: now,
+	}
+	if in.Call != nil {
+		rec.Position = in.Call.Position()
+	}
+	if sc := trace.SpanContextFromContext(req.Context()); sc.IsValid() {
+		rec.SpanID = sc.SpanID().String()
+	}
+	in.RecordID = rec.ID
+	if !e.book.Enabled() {
+		// Nothing will be stored: only what retries need.
+		rec.Replayable = in.Buffered && int64(len(in.Body)) <= e.checkpoint
+		rec.Request = &record.Request{Body: in.Body}
+		return rec
+	}
+	rec.Envelope = middleware.EnvelopeSummary(in)
+	rec.Grant = in.GrantOut
+	if in.Uncorrelated {
+		rec.Trust = append(rec.Trust, "uncorrelated")
+	}
+	rec.Trust = append(rec.Trust, middleware.TrustLabels(in)...)
+	req.Header.Set(middleware.HeaderRecord, rec.ID)
+	// The book encodes the checkpoint when it is given the record, before
+	// anything is sent: the header map need not be copied for it.
+	cp := &record.Request{Method: req.Method, URL: req.URL.String(), Header: req.Header, BodyBytes: req.ContentLength}
+	if in.Buffered && int64(len(in.Body)) <= e.checkpoint {
+		cp.Body, cp.BodyBytes = in.Body, int64(len(in.Body))
+		rec.RequestDigest = middleware.ContentDigest(in.Body)
+		rec.Replayable = true
+	} else {
+		cp.Truncated = true
+	}
+	rec.Request = cp
+	return rec
+}
+
+// send makes the tries of one handoff until one is not to be retried, and
+// returns it judged. body is the whole request body when it was buffered
+// (nil when it streams).
+func (e *edge) send(req *http.Request, rec *record.Record, body []byte) attempt {
+	ctx := req.Context()
+	var deadline time.Time
+	if t := e.retry.Timeout.D(); t > 0 {
+		deadline = time.Now().Add(t)
+	}
+	e.budget.request()
+	for try := 0; ; try++ {
+		if try > 0 {
+			req = retryRequest(req, body)
+		}
+		rec.Attempts++
+		if e.signer != nil {
+			// Each try carries its own signature: a fresh nonce, as the
+			// receiver refuses a nonce it has seen.
+			if err := e.signer.Sign(trust.RequestMessage(req, body), time.Now()); err != nil {
+				return attempt{verdict: dead, err: fmt.Errorf("signing: %w", err)}
+			}
+		}
+		resp, timedOut, err := e.try(req, body, deadline)
+		a := attempt{resp: resp, err: err, timedOut: timedOut}
+		if a.verdict = e.judge(req, rec, try, a, deadline); a.verdict != retried {
+			return a
+		}
+		wait := e.backoff(try, resp)
+		if resp != nil {
+			drain(resp)
+		}
+		rec.State, rec.Error, rec.Updated = record.Failed, describe(resp, err), time.Now()
+		e.book.WriteLater(rec)
+		if !sleep(ctx, wait, deadline) {
+			// The deadline would pass, or the caller left, while waiting.
+			err = context.Cause(ctx)
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			return attempt{verdict: dead, err: err, timedOut: true}
+		}
+	}
+}
+
+// conclude records what the tries of a handoff came to, tells the handling
+// it was made for, and returns what the agent gets. in is nil for the replay
+// of a dead letter.
+func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, start time.Time) (*http.Response, error) {
+	replay := rec.State == record.Replayed
+	outcome, stopped := middleware.CallFailed, ""
+	switch a.verdict {
+	case answered:
+		rec.State, rec.Status, rec.Error = record.Delivered, a.resp.StatusCode, ""
+		rec.Outcome = answeredOutcome(a.resp, replay)
+		outcome = middleware.CallAnswered
+	case stillRunning:
+		rec.State, rec.Status, rec.Error = record.Delivered, a.resp.StatusCode, ""
+		rec.Outcome = "answered 409: the receiver is still running a handoff with this key (not a dead letter)"
+	case pushedBack:
+		rec.State, rec.Status, rec.Error = record.Delivered, a.resp.StatusCode, ""
+		rec.StoppedAt, stopped = a.resp.Header.Get(HeaderDeadLetter), a.resp.Header.Get(HeaderDeadLetter)
+		rec.Outcome = "answered " + strconv.Itoa(a.resp.StatusCode) + ": the chain below stopped at dead letter " +
+			rec.StoppedAt + " (not retried: it was retried there)"
+	case callerGone:
+		rec.State, rec.Error, rec.Outcome = record.Failed, a.err.Error(), "not delivered: the caller's request failed"
+	case dead:
+		stopped = rec.ID
+	}
+	rec.Updated = time.Now()
+	rec.Latency = float64(rec.Updated.Sub(start).Microseconds()) / 1000
+	if in != nil {
+		in.Call.Settle(outcome)
+		in.StoppedAt = stopped
+		if in.Handling != nil {
+			// Before the answer reaches the agent: its own answer upstream
+			// must find the chain stopped.
+			in.Handling.Stop(stopped)
+		}
+	}
+	if a.verdict != dead {
+		e.book.WriteLater(rec)
+		if outcome == middleware.CallAnswered {
+			e.letters.delivered(rec)
+		}
+		if a.verdict == callerGone {
+			return nil, a.err
+		}
+		return a.resp, nil
+	}
+	dl := e.deadLetter(rec, a)
+	if a.resp != nil {
+		// The peer answered: its answer passes through untouched, marked
+		// with the dead letter it became.
+		a.resp.Header.Set(HeaderDeadLetter, rec.ID)
+		return a.resp, nil
+	}
+	return nil, dl
+}
+
+// answeredOutcome says how a final answer came.
+func answeredOutcome(resp *http.Response, replay bool) string {
+	s := "delivered with status " + strconv.Itoa(resp.StatusCode)
+	if replay {
+		s += " on replay"
+	}
+	if resp.Header.Get(middleware.HeaderReplayed) == "true" {
+		s += ", answered from the receiver's dedupe window"
+		if resp.Header.Get(middleware.HeaderKeyMismatch) != "" {
+			s += " (its first request at this position had a different body)"
+		}
+	}
+	return s
+}
+
+// deadLetter moves the record to dead, stores and indexes it, and returns
+// the error the agent's answer is made from when the peer gave none.
+func (e *edge) deadLetter(rec *record.Record, a attempt) error {
+	open := breakerOpen(a.err)
+	dl := &DeadLetterError{RecordID: rec.ID, Breaker: open, Timeout: a.timedOut || isTimeout(a.err), Err: a.err}
+	if a.resp != nil {
+		dl.Status = a.resp.StatusCode
+	}
+	rec.State, rec.Status = record.Dead, dl.Status
+	rec.Error = describe(a.resp, a.err)
+	if open {
+		rec.Error = "circuit breaker open for peer " + e.to
+	}
+	rec.Outcome = "dead-lettered after " + strconv.Itoa(rec.Attempts) + " attempt(s)"
+	e.deadLetters.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.book.DeadLetter(ctx, rec); err != nil {
+		e.log.Error("dead letter not stored: the failure is in this log only", "record_id", rec.ID,
+			"edge", rec.Edge(), "request_digest", rec.RequestDigest, "idempotency_key", rec.Key, "error", err.Error())
+	} else {
+		e.letters.dead(rec)
+	}
+	return dl
+}

@@ -1,0 +1,132 @@
+package proxy
+
+import (
+	"sync"
+	"time"
+
+	"github.com/batonproxy/baton/middleware"
+)
+
+// handlings keeps this Baton's agent's handlings (middleware.Handlings): the
+// inbound handoffs it is handling, and those it answered, for its later
+// handoffs (an agent may go on working after it answers) and for a re-run's
+// handoffs to find the earlier run's. A handling in flight is never
+// forgotten; one the agent answered is kept until ttl passes or recent more
+// were answered after it, oldest first.
+type handlings struct {
+	ttl time.Duration
+
+	mu        sync.Mutex
+	byID      map[string]*middleware.Handling
+	byTrace   map[string][]*middleware.Handling // oldest first, at most perTrace
+	byContext map[string]*middleware.Handling   // A2A context and task ids
+	answered  []*middleware.Handling            // a ring of the recent answered ones
+	next      int
+}
+
+const (
+	recentHandlings = 1 << 16
+	perTrace        = 16
+)
+
+func newHandlings(ttl time.Duration) *handlings {
+	return &handlings{ttl: ttl, byID: map[string]*middleware.Handling{},
+		byTrace: map[string][]*middleware.Handling{}, byContext: map[string]*middleware.Handling{}}
+}
+
+// Begin implements middleware.Handlings.
+func (hs *handlings) Begin(h *middleware.Handling) (end func()) {
+	hs.mu.Lock()
+	hs.byID[h.ID] = h
+	t := hs.byTrace[h.TraceID]
+	if len(t) == perTrace {
+		t = append(t[:0], t[1:]...)
+	}
+	hs.byTrace[h.TraceID] = append(t, h)
+	for _, c := range h.Contexts {
+		hs.byContext[c] = h
+	}
+	hs.mu.Unlock()
+	return func() { hs.answer(h) }
+}
+
+// answer moves h among the answered handlings, forgetting the oldest of
+// them when there are recentHandlings.
+func (hs *handlings) answer(h *middleware.Handling) {
+	h.Finish()
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if len(hs.answered) < recentHandlings {
+		hs.answered = append(hs.answered, h)
+		return
+	}
+	hs.forget(hs.answered[hs.next])
+	hs.answered[hs.next] = h
+	hs.next = (hs.next + 1) % recentHandlings
+}
+
+// forget removes h from every index that still points at it.
+func (hs *handlings) forget(h *middleware.Handling) {
+	if hs.byID[h.ID] == h {
+		delete(hs.byID, h.ID)
+	}
+	t := hs.byTrace[h.TraceID]
+	for i, x := range t {
+		if x == h {
+			t = append(t[:i], t[i+1:]...)
+			break
+		}
+	}
+	if len(t) == 0 {
+		delete(hs.byTrace, h.TraceID)
+	} else {
+		hs.byTrace[h.TraceID] = t
+	}
+	for _, c := range h.Contexts {
+		if hs.byContext[c] == h {
+			delete(hs.byContext, c)
+		}
+	}
+}
+
+// fresh reports whether h may still be found: in flight, or answered less
+// than ttl after it started.
+func (hs *handlings) fresh(h *middleware.Handling, now time.Time) bool {
+	return !h.Done() || now.Sub(h.Started) < hs.ttl
+}
+
+// Handling implements middleware.Handlings.
+func (hs *handlings) Handling(id string) *middleware.Handling {
+	hs.mu.Lock()
+	h := hs.byID[id]
+	hs.mu.Unlock()
+	if h == nil || !hs.fresh(h, time.Now()) {
+		return nil
+	}
+	return h
+}
+
+// OfTrace implements middleware.Handlings.
+func (hs *handlings) OfTrace(traceID string, buf []*middleware.Handling) []*middleware.Handling {
+	now := time.Now()
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	t := hs.byTrace[traceID]
+	for i := len(t) - 1; i >= 0; i-- {
+		if hs.fresh(t[i], now) {
+			buf = append(buf, t[i])
+		}
+	}
+	return buf
+}
+
+// OfContext implements middleware.Handlings.
+func (hs *handlings) OfContext(id string) *middleware.Handling {
+	hs.mu.Lock()
+	h := hs.byContext[id]
+	hs.mu.Unlock()
+	if h == nil || !hs.fresh(h, time.Now()) {
+		return nil
+	}
+	return h
+}

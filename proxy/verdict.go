@@ -1,0 +1,155 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/batonproxy/baton/handoff/record"
+)
+
+// verdict is what the result of one try means for a handoff. judge is the
+// one place that decides it; send acts on retried, conclude on the rest.
+type verdict uint8
+
+const (
+	// answered: the peer's answer is final (1xx to 4xx, but 429 and a 409
+	// with Retry-After); it goes to the agent untouched.
+	answered verdict = iota + 1
+	// retried: the try failed in a way another try may not (a connection
+	// failure, a timeout, 502, 503, 504, 429, a 409 with Retry-After), and
+	// the edge's retries, budget and deadline allow one.
+	retried
+	// dead: the handoff failed (any 5xx, 429, a timeout, a refused
+	// connection, an open breaker) and will not be tried again: it becomes a
+	// dead letter, and the peer's answer, if any, goes to the agent.
+	dead
+	// pushedBack: the peer's Baton answered 5xx naming the dead letter where
+	// the chain below it stopped (Baton-Dead-Letter). That failure was tried
+	// and dead-lettered where it happened; trying again from here would only
+	// multiply it, so the answer is final and the handoff is no dead letter.
+	pushedBack
+	// stillRunning: the receiver is still running a handoff with this key
+	// (409 request-in-flight, after the retries). Not a failure of the
+	// handoff: the answer goes to the agent and nothing is dead-lettered.
+	stillRunning
+	// callerGone: the agent's side failed (its body outgrew the limit, or it
+	// went away): nothing that is the peer's fault.
+	callerGone
+)
+
+// attempt is one try's result, or, once send returns, what the tries came
+// to.
+type attempt struct {
+	verdict  verdict
+	resp     *http.Response // the peer's answer, when it gave one
+	err      error          // the try's failure, when it had one
+	timedOut bool
+}
+
+// judge decides what a try's result means.
+func (e *edge) judge(req *http.Request, rec *record.Record, try int, a attempt, deadline time.Time) verdict {
+	switch {
+	case a.err != nil && callerFault(req, a.err):
+		return callerGone
+	case a.resp != nil && stoppedBelow(a.resp):
+		return pushedBack
+	case a.resp != nil && !failureStatus(a.resp):
+		return answered
+	case e.mayRetry(rec, try, a, deadline):
+		return retried
+	case a.resp != nil && inFlight(a.resp) && rec.State != record.Replayed:
+		// A replay's 409 is the original still running: the dead letter
+		// stays one, to be replayed once that has ended.
+		return stillRunning
+	}
+	return dead
+}
+
+// mayRetry decides whether a failed try is tried again.
+func (e *edge) mayRetry(rec *record.Record, try int, a attempt, deadline time.Time) bool {
+	if !retryable(a) || try >= *e.retry.Attempts || !rec.Replayable {
+		return false
+	}
+	if !deadline.IsZero() && time.Now().After(deadline) {
+		return false
+	}
+	// Only what the receiver can deduplicate is retried, except a connection
+	// that was never opened: nothing was sent.
+	if rec.Key == "" && !notSent(a.err) {
+		return false
+	}
+	return e.budget.allowRetry()
+}
+
+// retryable tells the failures another try may mend: a connection failure
+// or timeout (not an open breaker: it says not to send), and the statuses
+// of a peer that is overloaded, restarting or still busy with the handoff.
+// A 500 is the agent saying it failed: another try would run it again for
+// the same answer, so it is not retried (the handoff becomes a dead letter
+// to replay once the agent is mended).
+func retryable(a attempt) bool {
+	if a.resp == nil {
+		return !breakerOpen(a.err)
+	}
+	switch a.resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return true
+	}
+	return inFlight(a.resp)
+}
+
+// failureStatus tells the answers that are not final: any 5xx, 429, and a
+// 409 with Retry-After (the receiver's dedupe window saying the same
+// handoff is still in flight: once it completes, a later try gets its
+// answer).
+func failureStatus(resp *http.Response) bool {
+	return resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || inFlight(resp)
+}
+
+func inFlight(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusConflict && resp.Header.Get("Retry-After") != ""
+}
+
+// stoppedBelow reports a failure answer from the peer's Baton that names
+// the dead letter where the chain below the peer stopped.
+func stoppedBelow(resp *http.Response) bool {
+	return resp.StatusCode >= 500 && resp.Header.Get(HeaderDeadLetter) != ""
+}
+
+// breakerFailure tells the answers that count against a peer: those of an
+// unreachable, overloaded or timed-out peer, but not a chain that stopped
+// below it (the peer answered).
+func breakerFailure(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return !stoppedBelow(resp)
+	}
+	return false
+}
+
+// callerFault reports a failure on the agent's side of the proxy.
+func callerFault(req *http.Request, err error) bool {
+	var tooBig *http.MaxBytesError
+	return errors.As(err, &tooBig) || errors.Is(req.Context().Err(), context.Canceled)
+}
+
+// notSent reports a failure to open the connection: the request was never
+// written.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func breakerOpen(err error) bool {
+	return errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
