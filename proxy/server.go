@@ -51,16 +51,16 @@ type Options struct {
 // ingress need no routing: every request runs the whole chain (a chi.Chain)
 // and ends at the reverse proxy, whatever its method or path.
 type Server struct {
-	cfg    *config.Config
-	store  state.Store
-	log    *slog.Logger
-	tracer trace.Tracer
-	prop   propagation.TextMapPropagator
+	cfg     *config.Config
+	store   state.Store
+	log     *slog.Logger
+	tracer  trace.Tracer
+	prop    propagation.TextMapPropagator
 	book    *record.Book
 	letters *letters         // the agent's dead letters by key (deadletters.go)
 	edges   map[string]*edge // by peer
-	sm     *serverMetrics   // metrics (edge_metrics.go)
-	tp     *transparent     // nil unless intercept.mode is transparent
+	sm      *serverMetrics   // metrics (edge_metrics.go)
+	tp      *transparent     // nil unless intercept.mode is transparent
 
 	egress, ingress, admin *http.Server
 

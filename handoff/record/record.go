@@ -219,4 +219,3 @@ func isHex(s string) bool {
 // id}; each delegation record's checkpoint is attached to it by name.
 func chainKey(traceID string) string  { return "{" + traceID + "}:records" }
 func checkpointName(id string) string { return "cp:" + id }
-
