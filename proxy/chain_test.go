@@ -1,0 +1,534 @@
+package proxy_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/state/redistest"
+)
+
+// stepAgent is an agent in a chain under test. Each run counts itself and
+// calls its steps (peers, in order) through its Baton's egress with a body
+// that differs on every run (a run counter and a clock, as a model's output
+// would), and answers 200 when every call answered 2xx, or 502 at the first
+// failure. It propagates context as an agent instrumented with
+// OpenTelemetry does: the trace id it received with a span of its own, and
+// the baggage it received. A leaf (no steps) answers what answer says for
+// its run; done counts the runs that answered 2xx: its completed side
+// effects.
+type stepAgent struct {
+	steps  []string
+	answer func(run int64) int // nil: always 200
+	otel   bool                // propagate traceparent and baggage
+
+	egress atomic.Pointer[string]
+	runs   atomic.Int64
+	done   atomic.Int64
+}
+
+func (a *stepAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	run := a.runs.Add(1)
+	for i, peer := range a.steps {
+		body := fmt.Sprintf(`{"step":%d,"run":%d,"at":%d}`, i, run, time.Now().UnixNano())
+		req, _ := http.NewRequest(http.MethodPost, "http://"+*a.egress.Load()+"/step", strings.NewReader(body))
+		req.Host = peer
+		req.Header.Set("Content-Type", "application/json")
+		if a.otel {
+			if tp := r.Header.Get("Traceparent"); len(tp) == 55 {
+				req.Header.Set("Traceparent", tp[:36]+randomSpan()+tp[52:])
+			}
+			if bg := r.Header.Get("Baggage"); bg != "" {
+				req.Header.Set("Baggage", bg)
+			}
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, "calling "+peer+": "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprintf(w, "%s answered %d: %s", peer, resp.StatusCode, answer)
+			return
+		}
+	}
+	status := http.StatusOK
+	if a.answer != nil {
+		if s := a.answer(run); s != 0 {
+			status = s
+		}
+	}
+	if status < 300 {
+		a.done.Add(1)
+	}
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"run":%d}`, run)
+}
+
+func randomSpan() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// failOnce answers 500 on the first run, 200 after.
+func failOnce(run int64) int {
+	if run == 1 {
+		return http.StatusInternalServerError
+	}
+	return 0
+}
+
+// sharedStore gives each Baton of a chain its own client of one Redis,
+// under one prefix: the Batons of a chain share a store, as in production.
+func sharedStore(t *testing.T) func() state.Store {
+	url := redistest.Shared(t)
+	prefix := redistest.Prefix(t, url)
+	return func() state.Store { return redisStoreWithPrefix(t, url, prefix) }
+}
+
+// node starts agent a behind a Baton configured by yaml (agent name and
+// upstream added), and points the agent at the Baton's egress.
+func node(t *testing.T, name string, a *stepAgent, yaml string, store state.Store) *baton {
+	t.Helper()
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	b := startBaton(t, "agent: "+name+"\nupstream: "+srv.URL+"\n"+yaml, store)
+	addr := b.EgressAddr()
+	a.egress.Store(&addr)
+	return b
+}
+
+func peerYAML(peers map[string]string) string {
+	var b strings.Builder
+	b.WriteString("peers: {")
+	i := 0
+	for name, addr := range peers {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: {url: http://%s}", name, addr)
+		i++
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// deadLetters lists a Baton's dead letters.
+func deadLetters(t *testing.T, b *baton) proxy.DeadLetterPage {
+	t.Helper()
+	var page proxy.DeadLetterPage
+	if st := adminGet(t, b.AdminAddr(), "/v1/deadletters", &page); st != http.StatusOK {
+		t.Fatalf("listing dead letters at %s: %d", b.AdminAddr(), st)
+	}
+	return page
+}
+
+// eventually retries check until it passes or five seconds pass.
+func eventually(t *testing.T, what string, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestChainResumesWhereItFailed is A → B → {C, then D} on one Redis, with
+// D failing (500) on its first run. The client, A's agent, sends no key;
+// it gets a 5xx naming the dead letter where the chain stopped and the key
+// its handoff carried, and resumes by re-sending with that key, after an
+// operator replayed the dead letter or without. B re-runs with different
+// bodies: its call to C is answered from C's window, so C's side effect
+// ran once, and D completed once.
+func TestChainResumesWhereItFailed(t *testing.T) {
+	t.Parallel()
+	for _, replayFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dlq replay first: %v", replayFirst), func(t *testing.T) {
+			t.Parallel()
+			store := sharedStore(t)
+			c, d := &stepAgent{}, &stepAgent{answer: failOnce}
+			cB := node(t, "c", c, "", store())
+			dB := node(t, "d", d, "", store())
+			bAgent := &stepAgent{steps: []string{"c", "d"}, otel: true}
+			bB := node(t, "b", bAgent, peerYAML(map[string]string{"c": cB.IngressAddr(), "d": dB.IngressAddr()})+
+				"retry: {attempts: 2, backoff: 5ms}\n", store())
+			aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()}), store())
+
+			resp := send(t, aB.EgressAddr(), "b", "POST", "/work", `{"task":"pay vendor-17"}`, http.Header{
+				"Content-Type": {"application/json"}, "Traceparent": {tp}})
+			dl, key := resp.Header.Get("Baton-Dead-Letter"), resp.Header.Get("Idempotency-Key")
+			if resp.StatusCode != http.StatusBadGateway || dl == "" || key == "" {
+				t.Fatalf("first run: %d, Baton-Dead-Letter %q, Idempotency-Key %q; want 502 naming both", resp.StatusCode, dl, key)
+			}
+			if n := d.runs.Load(); n != 1 {
+				t.Errorf("D ran %d times for its first failure, want 1 (a 500 is not retried)", n)
+			}
+			owner := adminRecord(t, bB.AdminAddr(), dl)
+			if owner.From != "b" || owner.To != "d" || owner.State != record.Dead || owner.Status != 500 {
+				t.Fatalf("the dead letter named is %s→%s %s %d, want b→d dead 500", owner.From, owner.To, owner.State, owner.Status)
+			}
+			if page := deadLetters(t, bB); page.Total != 1 || page.Records[0].ID != dl {
+				t.Errorf("b lists %d dead letter(s), want just %s", page.Total, dl)
+			}
+			for _, b := range []*baton{aB, cB, dB} {
+				if page := deadLetters(t, b); page.Total != 0 {
+					t.Errorf("%s lists %d dead letter(s), want none: the failure is listed once, at b", b.AdminAddr(), page.Total)
+				}
+			}
+
+			if replayFirst {
+				var res proxy.ReplayResult
+				if st := adminPost(t, bB.AdminAddr(), "/v1/deadletters/"+dl+"/replay", &res); st != 200 || res.Status != 200 {
+					t.Fatalf("replay: %d %+v", st, res)
+				}
+			}
+			resp = send(t, aB.EgressAddr(), "b", "POST", "/work", `{"task":"pay vendor-17"}`, http.Header{
+				"Content-Type": {"application/json"}, "Traceparent": {tp}, "Idempotency-Key": {key}})
+			if resp.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(resp.Body)
+				t.Fatalf("resumed: %d %s", resp.StatusCode, b)
+			}
+			if bAgent.runs.Load() != 2 || c.runs.Load() != 1 || d.done.Load() != 1 {
+				t.Errorf("b ran %d times, c %d, d completed %d; want 2, 1, 1", bAgent.runs.Load(), c.runs.Load(), d.done.Load())
+			}
+			eventually(t, "the dead letter is resolved and unlisted", func() bool {
+				r := adminRecord(t, bB.AdminAddr(), dl)
+				return r.State == record.Delivered && deadLetters(t, bB).Total == 0
+			})
+
+			// The trace tells where the chain stopped and how it resumed.
+			v := waitTrace(t, aB.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+				n := 0
+				for _, r := range v.Records {
+					if r.Side == record.Egress && r.From == "b" && r.To == "c" && r.State == record.Delivered {
+						n++
+					}
+				}
+				return n == 2
+			})
+			var stopped, replayedAtC, positional int
+			for _, r := range v.Records {
+				if r.Side == record.Egress && r.From == "a" && r.StoppedAt == dl {
+					stopped++
+				}
+				if r.Side == record.Egress && r.From == "b" {
+					if r.KeySource != record.KeyFromPosition || r.Correlation == "" || r.Position == 0 {
+						t.Errorf("b's handoff %s: key %s by %q at position %d; want a positional key", r.ID, r.KeySource, r.Correlation, r.Position)
+					}
+					positional++
+				}
+				if r.Side == record.Egress && r.To == "c" && strings.Contains(r.Outcome, "different body") {
+					replayedAtC++
+				}
+			}
+			if stopped != 1 || replayedAtC != 1 || positional < 3 {
+				t.Errorf("trace: %d of a's records stopped at %s (want 1), %d of b's re-run calls to c answered from c's window "+
+					"with another body (want 1), %d positional keys", stopped, dl, replayedAtC, positional)
+			}
+			if err := record.Verify(entries(v), v.Tail); err != nil {
+				t.Errorf("chain: %v", err)
+			}
+		})
+	}
+}
+
+// TestChainDeadPeerResumesWithAutoReplay: D's Baton is down (connection
+// refused). B's call to D is dead-lettered after its retries; when D's
+// Baton is back, auto_replay delivers the dead letter without other traffic
+// to probe it, and the client's re-send with the key its Baton returned
+// completes the chain without running C or D again.
+func TestChainDeadPeerResumesWithAutoReplay(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	c, d := &stepAgent{}, &stepAgent{}
+	cB := node(t, "c", c, "", store())
+	dB := node(t, "d", d, "", store())
+	dAddr, up := switchedAddr(t, dB.IngressAddr())
+	bAgent := &stepAgent{steps: []string{"c", "d"}, otel: true}
+	bB := node(t, "b", bAgent, peerYAML(map[string]string{"c": cB.IngressAddr(), "d": dAddr})+
+		"retry: {attempts: 2, backoff: 5ms}\nedges: [{from: a}, {to: c}, {to: d, auto_replay: true, breaker: {open_for: 100ms}}]\n", store())
+	aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()}), store())
+
+	resp := send(t, aB.EgressAddr(), "b", "POST", "/work", `{"task":"book"}`, http.Header{"Content-Type": {"application/json"}})
+	dl, key := resp.Header.Get("Baton-Dead-Letter"), resp.Header.Get("Idempotency-Key")
+	if resp.StatusCode != http.StatusBadGateway || dl == "" || key == "" {
+		t.Fatalf("first run: %d, Baton-Dead-Letter %q, Idempotency-Key %q", resp.StatusCode, dl, key)
+	}
+	if r := adminRecord(t, bB.AdminAddr(), dl); r.To != "d" || r.State != record.Dead || r.Attempts != 3 {
+		t.Fatalf("dead letter %s: →%s %s after %d attempts; want →d dead after 3", dl, r.To, r.State, r.Attempts)
+	}
+
+	up()
+	eventually(t, "auto_replay delivers the dead letter", func() bool {
+		return d.done.Load() == 1 && deadLetters(t, bB).Total == 0
+	})
+	resp = send(t, aB.EgressAddr(), "b", "POST", "/work", `{"task":"book"}`, http.Header{
+		"Content-Type": {"application/json"}, "Idempotency-Key": {key}})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("resumed: %d", resp.StatusCode)
+	}
+	if c.runs.Load() != 1 || d.runs.Load() != 1 || bAgent.runs.Load() != 2 {
+		t.Errorf("c ran %d, d %d, b %d times; want 1, 1, 2", c.runs.Load(), d.runs.Load(), bAgent.runs.Load())
+	}
+}
+
+// TestChainEntryWithoutBaton: the client calls B's ingress with no Baton of
+// its own and no key. B's Baton derives the key B's handling runs under and
+// returns it, so that the client can resume the chain with it.
+func TestChainEntryWithoutBaton(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	c, d := &stepAgent{}, &stepAgent{answer: failOnce}
+	cB := node(t, "c", c, "", store())
+	dB := node(t, "d", d, "", store())
+	bAgent := &stepAgent{steps: []string{"c", "d"}, otel: true}
+	bB := node(t, "b", bAgent, peerYAML(map[string]string{"c": cB.IngressAddr(), "d": dB.IngressAddr()}), store())
+
+	resp := send(t, bB.IngressAddr(), "b", "POST", "/work", `{"task":"book"}`, http.Header{"Content-Type": {"application/json"}})
+	dl, key := resp.Header.Get("Baton-Dead-Letter"), resp.Header.Get("Idempotency-Key")
+	if resp.StatusCode != http.StatusBadGateway || dl == "" || key == "" {
+		t.Fatalf("first run: %d, Baton-Dead-Letter %q, Idempotency-Key %q", resp.StatusCode, dl, key)
+	}
+	resp = send(t, bB.IngressAddr(), "b", "POST", "/work", `{"task":"book, again"}`, http.Header{
+		"Content-Type": {"application/json"}, "Idempotency-Key": {key}})
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Idempotency-Key") != key {
+		t.Fatalf("resumed: %d, key %q; want 200 and %q", resp.StatusCode, resp.Header.Get("Idempotency-Key"), key)
+	}
+	if c.runs.Load() != 1 || d.done.Load() != 1 || bAgent.runs.Load() != 2 {
+		t.Errorf("c ran %d, d completed %d, b ran %d times; want 1, 1, 2", c.runs.Load(), d.done.Load(), bAgent.runs.Load())
+	}
+}
+
+// TestChainLeafFailureIsNotAmplified: A → B → C → D → E, E always answers
+// 503. D's Baton retries it and dead-letters it; every Baton above gets the
+// failure naming that dead letter and does not retry it. E saw 1 + retries
+// tries, every other agent ran once, and one dead letter is listed, at D.
+// Another agent's Baton refuses to act on it, naming the owner.
+func TestChainLeafFailureIsNotAmplified(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	e := &stepAgent{answer: func(int64) int { return http.StatusServiceUnavailable }}
+	eB := node(t, "e", e, "", store())
+	names := []string{"d", "c", "b"}
+	next, batons, agents := map[string]string{"e": eB.IngressAddr()}, map[string]*baton{"e": eB}, map[string]*stepAgent{}
+	for i, name := range names {
+		step := "e"
+		if i > 0 {
+			step = names[i-1]
+		}
+		agents[name] = &stepAgent{steps: []string{step}, otel: true}
+		batons[name] = node(t, name, agents[name], peerYAML(map[string]string{step: next[step]})+"retry: {backoff: 5ms}\n", store())
+		next[name] = batons[name].IngressAddr()
+	}
+	aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": next["b"]})+"retry: {backoff: 5ms}\n", store())
+
+	resp := send(t, aB.EgressAddr(), "b", "POST", "/work", `{}`, http.Header{"Content-Type": {"application/json"}})
+	dl := resp.Header.Get("Baton-Dead-Letter")
+	if resp.StatusCode < 500 || dl == "" {
+		t.Fatalf("the client got %d naming %q; want a 5xx naming the dead letter", resp.StatusCode, dl)
+	}
+	if n := e.runs.Load(); n != 3 {
+		t.Errorf("E was tried %d times, want 3 (1 + 2 retries, at one edge only)", n)
+	}
+	for name, a := range agents {
+		if n := a.runs.Load(); n != 1 {
+			t.Errorf("%s ran %d times, want 1", name, n)
+		}
+	}
+	if page := deadLetters(t, batons["d"]); page.Total != 1 || page.Records[0].ID != dl || page.Records[0].To != "e" {
+		t.Fatalf("d lists %+v, want just %s (d→e)", page.Records, dl)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		b := aB
+		if name != "a" {
+			b = batons[name]
+		}
+		if page := deadLetters(t, b); page.Total != 0 {
+			t.Errorf("%s lists %d dead letter(s), want none", name, page.Total)
+		}
+	}
+	// The dead letter is d's: b's Baton refuses to replay, drop or show it,
+	// or to list d's edges, and says whose it is.
+	for _, req := range []struct{ method, path string }{
+		{"POST", "/v1/deadletters/" + dl + "/replay"}, {"DELETE", "/v1/deadletters/" + dl},
+		{"GET", "/v1/deadletters/" + dl}, {"GET", "/v1/deadletters?edge=d%E2%86%92e"},
+	} {
+		st, doc := adminProblem(t, req.method, batons["b"].AdminAddr(), req.path)
+		if st != http.StatusMisdirectedRequest || !strings.HasSuffix(doc["type"].(string), "#not-this-agent") || doc["owner"] != "d" {
+			t.Errorf("%s %s at b: %d %v; want 421 not-this-agent naming d", req.method, req.path, st, doc)
+		}
+	}
+}
+
+// TestDuplicatesInFlightAreNoDeadLetters: while B's agent works on a
+// handoff, the same handoff (same key) arrives again and again; each
+// duplicate is answered 409 request-in-flight, which is not a failure of
+// the handoff and never becomes a dead letter.
+func TestDuplicatesInFlightAreNoDeadLetters(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	release := make(chan struct{})
+	var calls atomic.Int64
+	ag := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		<-release
+		io.WriteString(w, "done")
+	}))
+	t.Cleanup(ag.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	bB := startBaton(t, "agent: b\nupstream: "+ag.URL+"\n", store())
+	aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+
+		"retry: {attempts: 1, backoff: 1ms, max_backoff: 1ms}\n", store())
+	hdr := http.Header{"Idempotency-Key": {`"order-42"`}, "Content-Type": {"application/json"}}
+	first := make(chan int)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+aB.EgressAddr()+"/pay", strings.NewReader(`{"n":1}`))
+		req.Host, req.Header = "b", hdr.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	eventually(t, "b's agent has the first request", func() bool { return calls.Load() == 1 })
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", "http://"+aB.EgressAddr()+"/pay", strings.NewReader(`{"n":1}`))
+			req.Host, req.Header = "b", hdr.Clone()
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusConflict || resp.Header.Get("Baton-Dead-Letter") != "" {
+				t.Errorf("a duplicate in flight: %d %v; want 409 and no dead letter", resp.StatusCode, resp.Header)
+			}
+		}()
+	}
+	wg.Wait()
+	close(release)
+	if st := <-first; st != http.StatusOK {
+		t.Errorf("the first: %d", st)
+	}
+	if page := deadLetters(t, aB); page.Total != 0 {
+		t.Errorf("a lists %d dead letter(s) after a duplicate storm, want none", page.Total)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("b's agent ran %d times, want 1", n)
+	}
+}
+
+// switchedAddr returns an address that refuses connections until up is
+// called, and from then on forwards them to target: a peer that is down,
+// then back at the same address.
+func switchedAddr(t *testing.T, target string) (addr string, up func()) {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := syscall.Getsockname(fd)
+	addr = fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	var once sync.Once
+	closed := make(chan struct{})
+	t.Cleanup(func() {
+		once.Do(func() { syscall.Close(fd) })
+		close(closed)
+	})
+	return addr, func() {
+		once.Do(func() {
+			if err := syscall.Listen(fd, 128); err != nil {
+				t.Fatal(err)
+			}
+			l, err := net.FileListener(os.NewFile(uintptr(fd), "switched"))
+			syscall.Close(fd) // FileListener holds its own copy
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { <-closed; l.Close() }()
+			go forward(l, target)
+		})
+	}
+}
+
+// forward copies each connection accepted on l to a new one to target.
+func forward(l net.Listener, target string) {
+	for {
+		in, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer in.Close()
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				return
+			}
+			defer out.Close()
+			go func() { io.Copy(out, in); out.(*net.TCPConn).CloseWrite() }()
+			io.Copy(in, out)
+		}()
+	}
+}
+
+// adminProblem makes an admin request and decodes its problem document.
+func adminProblem(t *testing.T, method, admin, path string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+admin+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	doc := map[string]any{"type": ""}
+	json.NewDecoder(resp.Body).Decode(&doc)
+	return resp.StatusCode, doc
+}
+
+func redisStoreWithPrefix(t *testing.T, url, prefix string) state.Store {
+	t.Helper()
+	s, err := state.NewRedis(config.Redis{URL: url, Prefix: prefix,
+		DialTimeout: config.Duration(5 * time.Second), OpTimeout: config.Duration(5 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
