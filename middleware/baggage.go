@@ -97,7 +97,7 @@ func setHandlingMember(h http.Header, id string) {
 		return
 	}
 	takeHandlingMember(h)
-	if cur := h.Get(HeaderBaggage); cur != "" {
+	if cur := strings.Join(h.Values(HeaderBaggage), ","); cur != "" {
 		if len(cur)+1+len(member) <= maxBaggage {
 			h[HeaderBaggage] = []string{cur + "," + member}
 		}

@@ -472,3 +472,56 @@ func TestDedupeClientGoneStillStoresResponse(t *testing.T) {
 		t.Errorf("agent ran %d times", calls.Load())
 	}
 }
+
+// TestPositionalKeyMismatch: a key a sending Baton derived from a call's
+// position names a step of its agent's work, so a re-run of the step with
+// another body gets the step's stored answer, marked Baton-Key-Mismatch.
+// An agent cannot claim that for its own key: Baton-Key-Source is a
+// Baton's header, stripped at egress, and the agent's key reused with
+// another body is still 422.
+func TestPositionalKeyMismatch(t *testing.T) {
+	t.Parallel()
+	agent := &counting{}
+	p := dedupePair(t, agent, nil, "")
+
+	// An agent's key, and a forged Baton-Key-Source.
+	if resp := post(t, p.a.EgressAddr(), "k-1", `{"a":1}`); resp.StatusCode != 201 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("POST", "http://"+p.a.EgressAddr()+"/pay", strings.NewReader(`{"a":2}`))
+	req.Host = "summarizer"
+	req.Header.Set("Idempotency-Key", "k-1")
+	req.Header.Set("Baton-Key-Source", "position")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 422 {
+		t.Errorf("the agent's key with another body and a forged Baton-Key-Source: %d, want 422", resp.StatusCode)
+	}
+
+	// A positional key, as a sending Baton sends it (this pair is unsigned).
+	positional := func(body string) *http.Response {
+		req, _ := http.NewRequest("POST", "http://"+p.b.IngressAddr()+"/pay", strings.NewReader(body))
+		req.Header.Set("Baton-Agent", "analyst")
+		req.Header.Set("Idempotency-Key", `"bp-00000000000000000000000000000001"`)
+		req.Header.Set("Baton-Key-Source", "position")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	first := positional(`{"step":1,"run":1}`)
+	again := positional(`{"step":1,"run":2}`)
+	if first.StatusCode != 201 || again.StatusCode != 201 || again.Header.Get("Idempotent-Replayed") != "true" ||
+		again.Header.Get("Baton-Key-Mismatch") != "body" {
+		t.Errorf("a positional key re-run with another body: %d then %d %v; want the stored 201 replayed, marked",
+			first.StatusCode, again.StatusCode, again.Header)
+	}
+	if n := agent.total.Load(); n != 2 {
+		t.Errorf("the agent ran %d times, want 2 (k-1 once, the position once)", n)
+	}
+}
