@@ -209,13 +209,13 @@ func TestCorrelate(t *testing.T) {
 	id := func(n string) string { return trace + "." + strings.Repeat(n, 16) }
 	span := func(n string) string { return strings.Repeat(n, 16) }
 	tests := []struct {
-		name     string
-		book     func(b *memBook)
-		baggage  string
-		tp       string // the traceparent the agent sent
-		wantID   string // "": no handling
-		wantHow  string
-		wantHop  int
+		name    string
+		book    func(b *memBook)
+		baggage string
+		tp      string // the traceparent the agent sent
+		wantID  string // "": no handling
+		wantHow string
+		wantHop int
 	}{
 		{name: "nothing: uncorrelated", book: func(*memBook) {}, wantHop: 1},
 		{name: "the one handling of the trace", book: func(b *memBook) { b.begin(trace, id("a"), span("a"), 2, "k1", false) },
