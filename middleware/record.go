@@ -72,7 +72,7 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 			rec.Trust = append(rec.Trust, TrustLabels(in)...)
 			switch {
 			case in.Dedupe == DedupeReplayed && in.KeyMismatch:
-				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window: the first request with this positional key had a different body"
+				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window (the position's first request had another body)"
 			case in.Dedupe == DedupeReplayed:
 				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window"
 			case in.Err != nil || rec.Status == 0:

@@ -240,7 +240,7 @@ func TestChainResumesWhereItFailed(t *testing.T) {
 					}
 					positional++
 				}
-				if r.Side == record.Egress && r.To == "c" && strings.Contains(r.Outcome, "different body") {
+				if r.Side == record.Egress && r.To == "c" && strings.Contains(r.Outcome, "another body") {
 					replayedAtC++
 				}
 			}

@@ -231,8 +231,7 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 	case pushedBack:
 		rec.State, rec.Status, rec.Error = record.Delivered, a.resp.StatusCode, ""
 		rec.StoppedAt, stopped = a.resp.Header.Get(HeaderDeadLetter), a.resp.Header.Get(HeaderDeadLetter)
-		rec.Outcome = "answered " + strconv.Itoa(a.resp.StatusCode) + ": the chain below stopped at dead letter " +
-			rec.StoppedAt + " (not retried: it was retried there)"
+		rec.Outcome = "answered " + strconv.Itoa(a.resp.StatusCode) + ": the chain stopped below, at a dead letter (not retried here)"
 	case callerGone:
 		rec.State, rec.Error, rec.Outcome = record.Failed, a.err.Error(), "not delivered: the caller's request failed"
 	case dead:
@@ -276,9 +275,9 @@ func answeredOutcome(resp *http.Response, replay bool) string {
 		s += " on replay"
 	}
 	if resp.Header.Get(middleware.HeaderReplayed) == "true" {
-		s += ", answered from the receiver's dedupe window"
+		s += " from the receiver's dedupe window"
 		if resp.Header.Get(middleware.HeaderKeyMismatch) != "" {
-			s += " (its first request at this position had a different body)"
+			s += " (the position's first request had another body)"
 		}
 	}
 	return s

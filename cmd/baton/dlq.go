@@ -13,8 +13,9 @@ import (
 	"github.com/batonproxy/baton/proxy"
 )
 
-// dlqCmd lists, shows, replays and drops dead letters on a Baton's admin
-// listener.
+// dlqCmd lists, shows, replays and drops the dead letters of a Baton's
+// agent, on its admin listener. Another agent's dead letter is refused by
+// that Baton, naming the owner.
 func dlqCmd(args []string, stdout io.Writer, env func(string) string) error {
 	if len(args) == 0 {
 		return usageError{msg: "dlq: want ls, show ID, replay ID or drop ID"}
@@ -45,9 +46,10 @@ func dlqCmd(args []string, stdout io.Writer, env func(string) string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "RECORD\tEDGE\tTARGET\tATTEMPTS\tSTATUS\tERROR\tREPLAYABLE")
+		fmt.Fprintln(tw, "RECORD\tEDGE\tTARGET\tKEY\tATTEMPTS\tSTATUS\tERROR\tREPLAYABLE")
 		for _, r := range page.Records {
-			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%d\t%d\t%s\t%v\n", r.ID, r.Edge(), r.Method, r.Target, r.Attempts, r.Status, r.Error, r.Replayable)
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%d\t%d\t%s\t%v\n", r.ID, r.Edge(), r.Method, r.Target, keyLabel(r),
+				r.Attempts, r.Status, r.Error, r.Replayable)
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d of %d dead letter(s)\n", len(page.Records), page.Total)
@@ -64,7 +66,7 @@ func dlqCmd(args []string, stdout io.Writer, env func(string) string) error {
 	switch sub {
 	case "show":
 		var r record.Record
-		if err := c.do("GET", "/v1/records/"+pathEscape(id), &r); err != nil {
+		if err := c.do("GET", "/v1/deadletters/"+pathEscape(id), &r); err != nil {
 			return err
 		}
 		return enc.Encode(r)
@@ -77,7 +79,11 @@ func dlqCmd(args []string, stdout io.Writer, env func(string) string) error {
 			fmt.Fprintf(stdout, "replay of %s failed again: %s (dead-lettered again)\n", id, res.Error)
 			return fmt.Errorf("dlq replay: %s", res.Error)
 		}
-		fmt.Fprintf(stdout, "replayed %s: %s %d\n", id, res.Record.State, res.Status)
+		fmt.Fprintf(stdout, "replayed %s: %s %d", id, res.Record.State, res.Status)
+		if res.Record.StoppedAt != "" {
+			fmt.Fprintf(stdout, " (the chain below stopped again, at dead letter %s)", res.Record.StoppedAt)
+		}
+		fmt.Fprintln(stdout)
 		return nil
 	default: // drop
 		if err := c.do("DELETE", "/v1/deadletters/"+pathEscape(id), nil); err != nil {
@@ -86,4 +92,16 @@ func dlqCmd(args []string, stdout io.Writer, env func(string) string) error {
 		fmt.Fprintf(stdout, "dropped %s\n", id)
 		return nil
 	}
+}
+
+// keyLabel says where a dead letter's key came from: "position 2" when
+// from its place in its agent's work, else the source.
+func keyLabel(r record.Record) string {
+	switch {
+	case r.KeySource == record.KeyFromPosition:
+		return "position " + strconv.Itoa(r.Position)
+	case r.KeySource != "":
+		return r.KeySource
+	}
+	return "-"
 }

@@ -55,18 +55,21 @@ Usage:
   baton serve --config FILE      run the sidecar: egress, ingress and admin listeners
   baton validate --config FILE   check a configuration file; exit 0 when good, 1 with
                                  one line per problem (path: expected, got value)
-  baton demo [-v]                run a three-agent workflow, each agent with its Baton
-                                 on loopback: a handoff dead-lettered and replayed, the
-                                 trace tree, a retry answered from the dedupe window, a
-                                 stream, copied web text labelled untrusted and
-                                 spotlighted (-v: the Batons' JSON logs on stderr)
+  baton demo [-v]                run a four-agent workflow, each agent with its Baton
+                                 on loopback: a chain that stops at a dead letter and
+                                 resumes there (replayed, then re-sent with its key)
+                                 with no step run twice, the trace tree, a retry
+                                 answered from the dedupe window, a stream, copied web
+                                 text labelled untrusted and spotlighted (-v: the
+                                 Batons' JSON logs on stderr)
   baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
                                  print a trace's handoff records as a tree (from one or
                                  more Batons); --verify checks each hash chain, exit 1
                                  when one is broken
   baton dlq ls [--edge FROM→TO] [--offset N] [--limit N] [--admin HOST:PORT]
   baton dlq show|replay|drop ID [--admin HOST:PORT]
-                                 list, inspect, replay or drop dead letters
+                                 list, inspect, replay or drop the dead letters of that
+                                 Baton's agent (another agent's are refused, naming it)
 ` + topUsage + `  baton envelope validate [flags] FILE...
                                  check handoff envelopes (bare, or inside an A2A
                                  request): ok with completeness, or every violation

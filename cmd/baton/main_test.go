@@ -114,8 +114,11 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"Baton-Agent:     analyst", "Baton-Hop:       1", "4bf92f3577b34da6a3ce929d0e0e4736",
-		"tried 3 times, then dead-lettered", "Idempotent-Replayed: true", "replay: delivered 200",
-		"(delivered with status 200 on replay)", "hash chain intact", "analyst ran 1 time(s), flagger ran 1 time(s)",
+		"tried writer 3 times, then dead-lettered", "502, Baton-Dead-Letter: 4bf92f3577b34da6a3ce929d0e0e4736.",
+		"Idempotency-Key: \"bk-", "Idempotent-Replayed: true", "delivered 200, writer drafted",
+		"202 {\"flagged\":2", "ledger booked 1 time(s), writer drafted 1 time(s), flagger ran 2 time(s), analyst 1",
+		"↳ stopped at [", "key: position 1", "(the position's first request had another body)",
+		"(delivered with status 200 on replay)", "hash chain intact",
 		"Baton-Contract:  violations=0; completeness=1.00", "422 the handoff envelope breaks its contract",
 		"/open_questions", "side_effects [read] (narrowed, never widened)", "401 the edge from \"analyst\" requires a signature",
 		"draft ready", "403",

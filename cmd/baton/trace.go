@@ -147,9 +147,25 @@ func describeRecord(r record.Record) string {
 		fmt.Fprintf(&b, " %d", r.Status)
 	}
 	fmt.Fprintf(&b, "  hop %d  %d attempt(s)  %.1fms", r.Hop, r.Attempts, r.Latency)
+	if r.Side == record.Egress && r.KeySource == record.KeyFromPosition {
+		fmt.Fprintf(&b, "  key: position %d", r.Position)
+	}
 	if r.Outcome != "" {
 		fmt.Fprintf(&b, "  (%s)", r.Outcome)
 	}
-	fmt.Fprintf(&b, "  [%s]", r.ID[strings.IndexByte(r.ID, '.')+1:])
+	fmt.Fprintf(&b, "  [%s]", shortID(r.ID))
+	if r.State == record.Dead && r.ResolvedBy == "" {
+		b.WriteString("  ✗ the chain stopped here")
+	}
+	if r.StoppedAt != "" {
+		fmt.Fprintf(&b, "  ↳ stopped at [%s]", shortID(r.StoppedAt))
+	}
+	if r.ResolvedBy != "" {
+		fmt.Fprintf(&b, "  ↳ resumed: [%s]", shortID(r.ResolvedBy))
+	}
 	return b.String()
 }
+
+// shortID is a record id without its trace id, as a tree of one trace
+// shows it.
+func shortID(id string) string { return id[strings.IndexByte(id, '.')+1:] }
