@@ -75,7 +75,7 @@ func Handle(hs Handlings) func(http.Handler) http.Handler {
 				h.Started = time.Now()
 			}
 			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
-				h.SpanID = sc.SpanID().String()
+				h.SpanID = sc.SpanID()
 			}
 			if rpc := in.RPC; rpc != nil {
 				for _, id := range [...]string{rpc.ContextID, rpc.TaskID} {
@@ -107,7 +107,7 @@ func correlate(hs Handlings, in *Info, member string) {
 	if len(cands) == 0 {
 		return
 	}
-	if span := parentSpan(in.TraceparentIn); span != "" {
+	if span, ok := parentSpan(in.TraceparentIn); ok {
 		for _, h := range cands {
 			if h.SpanID == span {
 				in.tie(h, record.CorrelatedByTraceparent)
@@ -184,10 +184,11 @@ func onlyHandling(cands []*Handling) *Handling {
 	return nil
 }
 
-// parentSpan returns the parent-id of a version-00 traceparent, or "".
-func parentSpan(tp string) string {
+// parentSpan returns the parent-id of a version-00 traceparent.
+func parentSpan(tp string) (trace.SpanID, bool) {
 	if len(tp) != 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' {
-		return ""
+		return trace.SpanID{}, false
 	}
-	return tp[36:52]
+	id, err := trace.SpanIDFromHex(tp[36:52])
+	return id, err == nil
 }

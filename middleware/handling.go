@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Handling is one inbound handoff the local agent is handling (or handled).
@@ -29,7 +31,7 @@ type Handling struct {
 	TraceID string
 	// SpanID is the ingress span's id: the parent-id of traceparent as the
 	// agent received it.
-	SpanID string
+	SpanID trace.SpanID
 	Hop    int
 	From   string
 	// Key is the inbound handoff's idempotency key scoped by its edge: the
@@ -38,6 +40,10 @@ type Handling struct {
 	// Contexts are the A2A contextId and taskId the inbound message named.
 	Contexts []string
 	Started  time.Time
+	// Older is the handling of the same trace begun before this one: a
+	// list the Handlings registry keeps, and reads and writes under its own
+	// lock.
+	Older *Handling
 
 	done    atomic.Bool
 	mu      sync.Mutex

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonproxy/baton/handoff/record"
 )
 
@@ -205,9 +207,12 @@ func FuzzHandlingMember(f *testing.F) {
 // ambiguous, and with none uncorrelated.
 func TestCorrelate(t *testing.T) {
 	t.Parallel()
-	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
-	id := func(n string) string { return trace + "." + strings.Repeat(n, 16) }
-	span := func(n string) string { return strings.Repeat(n, 16) }
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	id := func(n string) string { return traceID + "." + strings.Repeat(n, 16) }
+	span := func(n string) trace.SpanID {
+		id, _ := trace.SpanIDFromHex(strings.Repeat(n, 16))
+		return id
+	}
 	tests := []struct {
 		name    string
 		book    func(b *memBook)
@@ -218,33 +223,33 @@ func TestCorrelate(t *testing.T) {
 		wantHop int
 	}{
 		{name: "nothing: uncorrelated", book: func(*memBook) {}, wantHop: 1},
-		{name: "the one handling of the trace", book: func(b *memBook) { b.begin(trace, id("a"), span("a"), 2, "k1", false) },
+		{name: "the one handling of the trace", book: func(b *memBook) { b.begin(traceID, id("a"), span("a"), 2, "k1", false) },
 			wantID: id("a"), wantHow: record.CorrelatedByTrace, wantHop: 3},
 		{name: "baggage names it among several", book: func(b *memBook) {
-			b.begin(trace, id("a"), span("a"), 1, "k1", false)
-			b.begin(trace, id("b"), span("b"), 1, "k2", false)
+			b.begin(traceID, id("a"), span("a"), 1, "k1", false)
+			b.begin(traceID, id("b"), span("b"), 1, "k2", false)
 		}, baggage: "baton.handling=" + id("a"), wantID: id("a"), wantHow: record.CorrelatedByBaggage, wantHop: 2},
 		{name: "traceparent as received names it among several", book: func(b *memBook) {
-			b.begin(trace, id("a"), span("a"), 1, "k1", false)
-			b.begin(trace, id("b"), span("b"), 1, "k2", false)
-		}, tp: "00-" + trace + "-" + span("b") + "-01", wantID: id("b"), wantHow: record.CorrelatedByTraceparent, wantHop: 2},
+			b.begin(traceID, id("a"), span("a"), 1, "k1", false)
+			b.begin(traceID, id("b"), span("b"), 1, "k2", false)
+		}, tp: "00-" + traceID + "-" + span("b").String() + "-01", wantID: id("b"), wantHow: record.CorrelatedByTraceparent, wantHop: 2},
 		{name: "a forged baggage member finds nothing, the trace decides", book: func(b *memBook) {
-			b.begin(trace, id("a"), span("a"), 1, "k1", false)
+			b.begin(traceID, id("a"), span("a"), 1, "k1", false)
 		}, baggage: "baton.handling=" + id("f"), wantID: id("a"), wantHow: record.CorrelatedByTrace, wantHop: 2},
 		{name: "the one in flight over those answered", book: func(b *memBook) {
-			b.begin(trace, id("a"), span("a"), 1, "k1", true)
-			b.begin(trace, id("b"), span("b"), 1, "k2", false)
+			b.begin(traceID, id("a"), span("a"), 1, "k1", true)
+			b.begin(traceID, id("b"), span("b"), 1, "k2", false)
 		}, wantID: id("b"), wantHow: record.CorrelatedByTrace, wantHop: 2},
 		{name: "a re-run of the same key: the newest", book: func(b *memBook) {
-			b.begin(trace, id("a"), span("a"), 1, "k1", false)
-			b.begin(trace, id("b"), span("b"), 1, "k1", false)
+			b.begin(traceID, id("a"), span("a"), 1, "k1", false)
+			b.begin(traceID, id("b"), span("b"), 1, "k1", false)
 		}, wantID: id("b"), wantHow: record.CorrelatedByTrace, wantHop: 2},
 		{name: "the one answered, for an agent that works on", book: func(b *memBook) {
-			b.begin(trace, id("a"), span("a"), 4, "k1", true)
+			b.begin(traceID, id("a"), span("a"), 4, "k1", true)
 		}, wantID: id("a"), wantHow: record.CorrelatedByTrace, wantHop: 5},
 		{name: "several in flight: ambiguous, at the deepest hop", book: func(b *memBook) {
-			b.begin(trace, id("a"), span("a"), 1, "k1", false)
-			b.begin(trace, id("b"), span("b"), 3, "k2", false)
+			b.begin(traceID, id("a"), span("a"), 1, "k1", false)
+			b.begin(traceID, id("b"), span("b"), 3, "k2", false)
 		}, wantHow: record.CorrelationAmbiguous, wantHop: 4},
 	}
 	for _, tc := range tests {
@@ -252,7 +257,7 @@ func TestCorrelate(t *testing.T) {
 			t.Parallel()
 			book := newMemBook(nil)
 			tc.book(book)
-			in := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: trace,
+			in := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: traceID,
 				TraceparentIn: tc.tp}
 			r := withInfo(httptest.NewRequest(http.MethodPost, "http://summarizer/", strings.NewReader(`{"x":1}`)), in)
 			if tc.baggage != "" {
@@ -288,8 +293,8 @@ func TestCorrelate(t *testing.T) {
 }
 
 // begin starts a handling of trace for the test, answered already when done.
-func (b *memBook) begin(trace, id, span string, hop int, key string, done bool) {
-	h := &Handling{ID: id, TraceID: trace, SpanID: span, Hop: hop, Key: ScopeKey("up", "analyst", key)}
+func (b *memBook) begin(traceID, id string, span trace.SpanID, hop int, key string, done bool) {
+	h := &Handling{ID: id, TraceID: traceID, SpanID: span, Hop: hop, Key: ScopeKey("up", "analyst", key)}
 	end := b.Begin(h)
 	if done {
 		end()

@@ -21,6 +21,7 @@ import (
 const (
 	attrResendCount = attribute.Key("http.request.resend_count")
 	attrDeadLetter  = attribute.Key("baton.dead_letter.record_id")
+	attrStoppedAt   = attribute.Key("baton.chain.stopped_at")
 )
 
 // edgeObs is what an egress edge reports to: its metric labels, and the
@@ -32,14 +33,18 @@ type edgeObs struct {
 }
 
 // handoff reports what the tries of a handoff did: retries (as a count and
-// as the span's http.request.resend_count) and a dead letter (counted, named
-// on the span and in the request's Info).
+// as the span's http.request.resend_count), a dead letter (counted, named
+// on the span and in the request's Info), and the dead letter where the
+// chain below stopped (named on the span as baton.chain.stopped_at).
 func (o *edgeObs) handoff(ctx context.Context, rec *record.Record, retries int) {
 	dead := rec.State == record.Dead
-	if retries <= 0 && !dead {
+	if retries <= 0 && !dead && rec.StoppedAt == "" {
 		return
 	}
 	span := trace.SpanFromContext(ctx)
+	if rec.StoppedAt != "" {
+		span.SetAttributes(attrStoppedAt.String(rec.StoppedAt))
+	}
 	if retries > 0 {
 		span.SetAttributes(attrResendCount.Int(retries))
 	}

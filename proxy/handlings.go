@@ -18,7 +18,7 @@ type handlings struct {
 
 	mu        sync.Mutex
 	byID      map[string]*middleware.Handling
-	byTrace   map[string][]*middleware.Handling // oldest first, at most perTrace
+	byTrace   map[string]*middleware.Handling // the newest, linked to older ones by Older (at most perTrace)
 	byContext map[string]*middleware.Handling   // A2A context and task ids
 	answered  []*middleware.Handling            // a ring of the recent answered ones
 	next      int
@@ -31,18 +31,22 @@ const (
 
 func newHandlings(ttl time.Duration) *handlings {
 	return &handlings{ttl: ttl, byID: map[string]*middleware.Handling{},
-		byTrace: map[string][]*middleware.Handling{}, byContext: map[string]*middleware.Handling{}}
+		byTrace: map[string]*middleware.Handling{}, byContext: map[string]*middleware.Handling{}}
 }
 
 // Begin implements middleware.Handlings.
 func (hs *handlings) Begin(h *middleware.Handling) (end func()) {
 	hs.mu.Lock()
 	hs.byID[h.ID] = h
-	t := hs.byTrace[h.TraceID]
-	if len(t) == perTrace {
-		t = append(t[:0], t[1:]...)
+	h.Older = hs.byTrace[h.TraceID]
+	hs.byTrace[h.TraceID] = h
+	n := 1
+	for o := h; o.Older != nil; o = o.Older {
+		if n++; n > perTrace {
+			o.Older = nil // the oldest is found by its id only
+			break
+		}
 	}
-	hs.byTrace[h.TraceID] = append(t, h)
 	for _, c := range h.Contexts {
 		hs.byContext[c] = h
 	}
@@ -70,18 +74,21 @@ func (hs *handlings) forget(h *middleware.Handling) {
 	if hs.byID[h.ID] == h {
 		delete(hs.byID, h.ID)
 	}
-	t := hs.byTrace[h.TraceID]
-	for i, x := range t {
-		if x == h {
-			t = append(t[:i], t[i+1:]...)
-			break
+	if newest := hs.byTrace[h.TraceID]; newest == h {
+		if h.Older == nil {
+			delete(hs.byTrace, h.TraceID)
+		} else {
+			hs.byTrace[h.TraceID] = h.Older
+		}
+	} else {
+		for o := newest; o != nil; o = o.Older {
+			if o.Older == h {
+				o.Older = h.Older
+				break
+			}
 		}
 	}
-	if len(t) == 0 {
-		delete(hs.byTrace, h.TraceID)
-	} else {
-		hs.byTrace[h.TraceID] = t
-	}
+	h.Older = nil
 	for _, c := range h.Contexts {
 		if hs.byContext[c] == h {
 			delete(hs.byContext, c)
@@ -111,10 +118,9 @@ func (hs *handlings) OfTrace(traceID string, buf []*middleware.Handling) []*midd
 	now := time.Now()
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	t := hs.byTrace[traceID]
-	for i := len(t) - 1; i >= 0; i-- {
-		if hs.fresh(t[i], now) {
-			buf = append(buf, t[i])
+	for h := hs.byTrace[traceID]; h != nil; h = h.Older {
+		if hs.fresh(h, now) {
+			buf = append(buf, h)
 		}
 	}
 	return buf

@@ -49,7 +49,7 @@ func (s *syncBuffer) String() string {
 
 // startBaton starts a Baton from YAML on loopback port 0 with the store
 // given (the one the YAML configures when nil).
-func startBaton(t *testing.T, yaml string, store state.Store) *baton {
+func startBaton(t testing.TB, yaml string, store state.Store) *baton {
 	t.Helper()
 	c, err := config.Decode(strings.NewReader(yaml))
 	if err != nil {
