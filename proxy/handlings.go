@@ -19,8 +19,8 @@ type handlings struct {
 	mu        sync.Mutex
 	byID      map[string]*middleware.Handling
 	byTrace   map[string]*middleware.Handling // the newest, linked to older ones by Older (at most perTrace)
-	byContext map[string]*middleware.Handling   // A2A context and task ids
-	answered  []*middleware.Handling            // a ring of the recent answered ones
+	byContext map[string]*middleware.Handling // A2A context and task ids
+	answered  []*middleware.Handling          // a ring of the recent answered ones
 	next      int
 }
 
