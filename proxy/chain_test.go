@@ -478,8 +478,12 @@ func switchedAddr(t *testing.T, target string) (addr string, up func()) {
 			if err := syscall.Listen(fd, 128); err != nil {
 				t.Fatal(err)
 			}
-			l, err := net.FileListener(os.NewFile(uintptr(fd), "switched"))
-			syscall.Close(fd) // FileListener holds its own copy
+			// The os.File owns fd from here: closing it (never fd itself,
+			// whose number its finalizer would close again, maybe another
+			// socket's by then) leaves the listener's own copy.
+			f := os.NewFile(uintptr(fd), "switched")
+			l, err := net.FileListener(f)
+			f.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
