@@ -74,8 +74,9 @@ type Info struct {
 	Handling    *Handling
 	Correlation string
 	Call        *Call
-	// StoppedAt names the dead letter where the chain below the handoff
-	// stopped, when its answer said so (retry pushback).
+	// StoppedAt names, at ingress, the dead letter where the chain below
+	// the agent stopped when its failure answer carries it upstream (retry
+	// pushback).
 	StoppedAt string
 	// KeyMismatch reports an answer replayed from the dedupe window for a
 	// positional key whose first request had a different body.

@@ -11,13 +11,18 @@ import (
 // answer), so that it can re-send the same handoff with it to resume a
 // chain that failed.
 func egressAnswer(resp *http.Response) error {
-	if resp.Request == nil {
-		return nil
-	}
-	if v := resp.Request.Header[middleware.HeaderIdempotencyKey]; len(v) == 1 {
-		resp.Header[middleware.HeaderIdempotencyKey] = v
+	if resp.Request != nil {
+		echoKey(resp.Header, resp.Request.Header)
 	}
 	return nil
+}
+
+// echoKey copies the Idempotency-Key of a handoff's request onto its
+// answer (a problem Baton writes too: see errorHandler).
+func echoKey(answer, request http.Header) {
+	if v := request[middleware.HeaderIdempotencyKey]; len(v) == 1 {
+		answer[middleware.HeaderIdempotencyKey] = v
+	}
 }
 
 // ingressAnswer is the ingress proxy's ModifyResponse. Only a Baton says

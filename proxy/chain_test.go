@@ -134,6 +134,28 @@ func peerYAML(peers map[string]string) string {
 	return b.String()
 }
 
+// fanChain is B, whose agent calls C then D, each agent behind its Baton on
+// one store: the part of a chain under test where D fails.
+type fanChain struct {
+	b, c, d    *stepAgent
+	bB, cB, dB *baton
+}
+
+// startFan starts C and D (d is D's agent), then B with bYAML added; dAddr,
+// when set, is where B reaches D's Baton instead of its ingress.
+func startFan(t *testing.T, store func() state.Store, d *stepAgent, bYAML string, dAddr func(ingress string) string) *fanChain {
+	t.Helper()
+	f := &fanChain{b: &stepAgent{steps: []string{"c", "d"}, otel: true}, c: &stepAgent{}, d: d}
+	f.cB = node(t, "c", f.c, "", store())
+	f.dB = node(t, "d", d, "", store())
+	reachD := f.dB.IngressAddr()
+	if dAddr != nil {
+		reachD = dAddr(reachD)
+	}
+	f.bB = node(t, "b", f.b, peerYAML(map[string]string{"c": f.cB.IngressAddr(), "d": reachD})+bYAML, store())
+	return f
+}
+
 // deadLetters lists a Baton's dead letters.
 func deadLetters(t *testing.T, b *baton) proxy.DeadLetterPage {
 	t.Helper()
@@ -169,12 +191,8 @@ func TestChainResumesWhereItFailed(t *testing.T) {
 		t.Run(fmt.Sprintf("dlq replay first: %v", replayFirst), func(t *testing.T) {
 			t.Parallel()
 			store := sharedStore(t)
-			c, d := &stepAgent{}, &stepAgent{answer: failOnce}
-			cB := node(t, "c", c, "", store())
-			dB := node(t, "d", d, "", store())
-			bAgent := &stepAgent{steps: []string{"c", "d"}, otel: true}
-			bB := node(t, "b", bAgent, peerYAML(map[string]string{"c": cB.IngressAddr(), "d": dB.IngressAddr()})+
-				"retry: {attempts: 2, backoff: 5ms}\n", store())
+			f := startFan(t, store, &stepAgent{answer: failOnce}, "retry: {attempts: 2, backoff: 5ms}\n", nil)
+			c, d, bAgent, cB, dB, bB := f.c, f.d, f.b, f.cB, f.dB, f.bB
 			aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()}), store())
 
 			resp := send(t, aB.EgressAddr(), "b", "POST", "/work", `{"task":"pay vendor-17"}`, http.Header{
@@ -263,13 +281,11 @@ func TestChainResumesWhereItFailed(t *testing.T) {
 func TestChainDeadPeerResumesWithAutoReplay(t *testing.T) {
 	t.Parallel()
 	store := sharedStore(t)
-	c, d := &stepAgent{}, &stepAgent{}
-	cB := node(t, "c", c, "", store())
-	dB := node(t, "d", d, "", store())
-	dAddr, up := switchedAddr(t, dB.IngressAddr())
-	bAgent := &stepAgent{steps: []string{"c", "d"}, otel: true}
-	bB := node(t, "b", bAgent, peerYAML(map[string]string{"c": cB.IngressAddr(), "d": dAddr})+
-		"retry: {attempts: 2, backoff: 5ms}\nedges: [{from: a}, {to: c}, {to: d, auto_replay: true, breaker: {open_for: 100ms}}]\n", store())
+	var up func()
+	f := startFan(t, store, &stepAgent{},
+		"retry: {attempts: 2, backoff: 5ms}\nedges: [{from: a}, {to: c}, {to: d, auto_replay: true, breaker: {open_for: 100ms}}]\n",
+		func(ingress string) (addr string) { addr, up = switchedAddr(t, ingress); return addr })
+	c, d, bAgent, bB := f.c, f.d, f.b, f.bB
 	aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()}), store())
 
 	resp := send(t, aB.EgressAddr(), "b", "POST", "/work", `{"task":"book"}`, http.Header{"Content-Type": {"application/json"}})
@@ -300,12 +316,8 @@ func TestChainDeadPeerResumesWithAutoReplay(t *testing.T) {
 // returns it, so that the client can resume the chain with it.
 func TestChainEntryWithoutBaton(t *testing.T) {
 	t.Parallel()
-	store := sharedStore(t)
-	c, d := &stepAgent{}, &stepAgent{answer: failOnce}
-	cB := node(t, "c", c, "", store())
-	dB := node(t, "d", d, "", store())
-	bAgent := &stepAgent{steps: []string{"c", "d"}, otel: true}
-	bB := node(t, "b", bAgent, peerYAML(map[string]string{"c": cB.IngressAddr(), "d": dB.IngressAddr()}), store())
+	f := startFan(t, sharedStore(t), &stepAgent{answer: failOnce}, "", nil)
+	c, d, bAgent, bB := f.c, f.d, f.b, f.bB
 
 	resp := send(t, bB.IngressAddr(), "b", "POST", "/work", `{"task":"book"}`, http.Header{"Content-Type": {"application/json"}})
 	dl, key := resp.Header.Get("Baton-Dead-Letter"), resp.Header.Get("Idempotency-Key")
@@ -458,15 +470,7 @@ func TestDuplicatesInFlightAreNoDeadLetters(t *testing.T) {
 // then back at the same address.
 func switchedAddr(t *testing.T, target string) (addr string, up func()) {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, _ := syscall.Getsockname(fd)
-	addr = fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	fd, addr := boundSocket(t)
 	var once sync.Once
 	closed := make(chan struct{})
 	t.Cleanup(func() {

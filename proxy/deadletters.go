@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
@@ -22,23 +21,20 @@ import (
 // stays listed until it is replayed, which the receiver's window then
 // answers without running its agent again.
 type letters struct {
-	book *record.Book
-	log  *slog.Logger
-	bg   func(func(context.Context)) // runs store work off the request path
-
-	mu    sync.Mutex
-	byKey map[letterKey]string // dead letter record id
-	order []letterKey          // a ring, to bound byKey
-	next  int
+	book  *record.Book
+	log   *slog.Logger
+	bg    func(func(context.Context)) // runs store work off the request path
+	byKey *fifo[string]               // "peer\x00key" → dead letter record id
 }
-
-type letterKey struct{ peer, key string }
 
 const maxLetters = 1 << 16
 
-func newLetters(book *record.Book, log *slog.Logger, bg func(func(context.Context))) *letters {
-	return &letters{book: book, log: log, bg: bg, byKey: map[letterKey]string{}}
+// newLetters keeps dead letters by key for as long as records are kept.
+func newLetters(book *record.Book, retention time.Duration, log *slog.Logger, bg func(func(context.Context))) *letters {
+	return &letters{book: book, log: log, bg: bg, byKey: newFIFO[string](maxLetters, retention)}
 }
+
+func letterKey(peer, key string) string { return peer + "\x00" + key }
 
 // load learns the agent's listed dead letters.
 func (l *letters) load(ctx context.Context, agent string) {
@@ -53,37 +49,22 @@ func (l *letters) load(ctx context.Context, agent string) {
 		if r.Key == "" || r.State != record.Dead {
 			continue
 		}
-		k := letterKey{r.To, r.Key}
-		l.mu.Lock()
-		_, known := l.byKey[k] // one written since this Baton started is newer
-		l.mu.Unlock()
-		if !known {
-			l.swap(k, r.ID)
-		}
+		l.byKey.update(letterKey(r.To, r.Key), func(cur string, ok bool) string {
+			if ok {
+				return cur // one written since this Baton started is newer
+			}
+			return r.ID
+		})
 	}
 }
 
-// swap sets k's dead letter to id ("" forgets it) and returns the one
+// swap sets the dead letter of (peer, key) to id and returns the one
 // before.
-func (l *letters) swap(k letterKey, id string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	prev, had := l.byKey[k]
-	switch {
-	case id == "":
-		delete(l.byKey, k)
-	case had:
-		l.byKey[k] = id
-	default:
-		if len(l.order) < maxLetters {
-			l.order = append(l.order, k)
-		} else {
-			delete(l.byKey, l.order[l.next])
-			l.order[l.next] = k
-			l.next = (l.next + 1) % maxLetters
-		}
-		l.byKey[k] = id
-	}
+func (l *letters) swap(peer, key, id string) (prev string) {
+	l.byKey.update(letterKey(peer, key), func(cur string, _ bool) string {
+		prev = cur
+		return id
+	})
 	return prev
 }
 
@@ -93,24 +74,25 @@ func (l *letters) dead(rec *record.Record) {
 	if l == nil || rec.Key == "" {
 		return
 	}
-	if prev := l.swap(letterKey{rec.To, rec.Key}, rec.ID); prev != "" && prev != rec.ID {
+	if prev := l.swap(rec.To, rec.Key, rec.ID); prev != "" && prev != rec.ID {
 		l.settle(prev, rec.ID, false)
 	}
 }
 
 // delivered notes a handoff delivered: the dead letter of its key, if any,
-// is resolved by it.
+// is resolved by it. With no dead letter kept (the usual case) it costs a
+// lock and nothing else.
 func (l *letters) delivered(rec *record.Record) {
-	if l == nil || rec.Key == "" {
+	if l == nil || rec.Key == "" || l.byKey.empty() {
 		return
 	}
-	l.mu.Lock()
-	_, had := l.byKey[letterKey{rec.To, rec.Key}]
-	l.mu.Unlock()
-	if !had {
+	k := letterKey(rec.To, rec.Key)
+	prev, _ := l.byKey.get(k)
+	if prev == "" {
 		return
 	}
-	if prev := l.swap(letterKey{rec.To, rec.Key}, ""); prev != "" && prev != rec.ID {
+	l.byKey.remove(k)
+	if prev != rec.ID {
 		l.settle(prev, rec.ID, true)
 	}
 }

@@ -230,7 +230,8 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 		rec.Outcome = "answered 409: the receiver is still running a handoff with this key (not a dead letter)"
 	case pushedBack:
 		rec.State, rec.Status, rec.Error = record.Delivered, a.resp.StatusCode, ""
-		rec.StoppedAt, stopped = a.resp.Header.Get(HeaderDeadLetter), a.resp.Header.Get(HeaderDeadLetter)
+		rec.StoppedAt = a.resp.Header.Get(HeaderDeadLetter)
+		stopped = rec.StoppedAt
 		rec.Outcome = "answered " + strconv.Itoa(a.resp.StatusCode) + ": the chain stopped below, at a dead letter (not retried here)"
 	case callerGone:
 		rec.State, rec.Error, rec.Outcome = record.Failed, a.err.Error(), "not delivered: the caller's request failed"
@@ -241,7 +242,6 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 	rec.Latency = float64(rec.Updated.Sub(start).Microseconds()) / 1000
 	if in != nil {
 		in.Call.Settle(outcome)
-		in.StoppedAt = stopped
 		if in.Handling != nil {
 			// Before the answer reaches the agent: its own answer upstream
 			// must find the chain stopped.

@@ -40,10 +40,7 @@ func errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	if in != nil && in.Side == middleware.Egress {
-		// The agent learns the key its handoff carried (see egressAnswer).
-		if v := r.Header[middleware.HeaderIdempotencyKey]; len(v) == 1 {
-			w.Header()[middleware.HeaderIdempotencyKey] = v
-		}
+		echoKey(w.Header(), r.Header) // the agent learns the key its handoff carried
 	}
 	var dl *DeadLetterError
 	if errors.As(err, &dl) {

@@ -103,9 +103,15 @@ func (hs *handlings) fresh(h *middleware.Handling, now time.Time) bool {
 }
 
 // Handling implements middleware.Handlings.
-func (hs *handlings) Handling(id string) *middleware.Handling {
+func (hs *handlings) Handling(id string) *middleware.Handling { return hs.find(hs.byID, id) }
+
+// OfContext implements middleware.Handlings.
+func (hs *handlings) OfContext(id string) *middleware.Handling { return hs.find(hs.byContext, id) }
+
+// find returns the handling of index m under k, while it may be found.
+func (hs *handlings) find(m map[string]*middleware.Handling, k string) *middleware.Handling {
 	hs.mu.Lock()
-	h := hs.byID[id]
+	h := m[k]
 	hs.mu.Unlock()
 	if h == nil || !hs.fresh(h, time.Now()) {
 		return nil
@@ -124,15 +130,4 @@ func (hs *handlings) OfTrace(traceID string, buf []*middleware.Handling) []*midd
 		}
 	}
 	return buf
-}
-
-// OfContext implements middleware.Handlings.
-func (hs *handlings) OfContext(id string) *middleware.Handling {
-	hs.mu.Lock()
-	h := hs.byContext[id]
-	hs.mu.Unlock()
-	if h == nil || !hs.fresh(h, time.Now()) {
-		return nil
-	}
-	return h
 }

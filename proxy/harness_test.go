@@ -200,6 +200,15 @@ func readProblem(t *testing.T, resp *http.Response) problemDoc {
 // merely closed listener would not.
 func closedAddr(t *testing.T) string {
 	t.Helper()
+	fd, addr := boundSocket(t)
+	t.Cleanup(func() { syscall.Close(fd) })
+	return addr
+}
+
+// boundSocket returns a TCP socket bound to a free loopback port, not
+// listening, and its address; the caller closes it.
+func boundSocket(t *testing.T) (int, string) {
+	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -213,8 +222,7 @@ func closedAddr(t *testing.T) string {
 		syscall.Close(fd)
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	return fd, net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
 
 func httptestServer(h http.Handler) *httptest.Server { return httptest.NewServer(h) }

@@ -117,7 +117,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
-	s.letters = newLetters(s.book, o.Logger, s.background)
+	s.letters = newLetters(s.book, c.Records.Retention.D(), o.Logger, s.background)
 	for name := range c.Peers {
 		var onClose func()
 		if e, ok := c.OutEdge(name); ok && e.AutoReplay {
