@@ -43,6 +43,7 @@ type Config struct {
 	Identity Identity        `yaml:"identity"`
 	Trust    Trust           `yaml:"trust"`
 	Taint    Taint           `yaml:"taint"`
+	Journal  Journal         `yaml:"journal"`
 	// AdminToken is the bearer token the admin API requires when the admin
 	// listener binds beyond loopback. Env: BATON_ADMIN_TOKEN.
 	AdminToken string   `yaml:"admin_token"`
@@ -147,6 +148,10 @@ type Edge struct {
 	// quarantine or reject.
 	Untrusted   string `yaml:"untrusted"`
 	OnInjection string `yaml:"on_injection"`
+	// Journal journals the agent's calls on this outbound edge
+	// (docs/journal.md): for a peer that runs no Baton, whose calls no
+	// dedupe window answers again when a chain resumes.
+	Journal bool `yaml:"journal"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is
@@ -371,6 +376,7 @@ func (c *Config) ApplyDefaults() {
 		c.Store.Memory.MaxBytes = DefaultMemoryBytes
 	}
 	c.Taint.applyDefaults(c.Store)
+	c.Journal.applyDefaults(c.Records)
 	if r := c.Store.Redis; r != nil {
 		defD(&r.DialTimeout, DefaultRedisDial)
 		defD(&r.OpTimeout, DefaultRedisOp)

@@ -52,6 +52,10 @@ func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
+func journalDefaults() Journal {
+	return Journal{Retention: Duration(DefaultRetention), MaxEntryBytes: DefaultJournalEntryBytes, MaxHandlingBytes: DefaultJournalHandlingBytes}
+}
+
 // defaults is what minimal decodes to, before Validate fills the parsed URL.
 func defaults() Config {
 	return Config{
@@ -65,6 +69,7 @@ func defaults() Config {
 		Records:       Records{Retention: Duration(DefaultRetention), MaxBodyBytes: DefaultRecordBodyBytes},
 		Trust:         Trust{Skew: Duration(DefaultSkew)},
 		Taint:         Taint{TTL: Duration(DefaultTaintTTL), MaxFingerprints: DefaultMemoryEntries / 4, MaxScanBytes: DefaultMaxScanBytes, MinSpanBytes: DefaultMinSpanBytes},
+		Journal:       journalDefaults(),
 		Timeouts: Timeouts{
 			ReadHeader:     Duration(10 * time.Second),
 			Idle:           Duration(120 * time.Second),
@@ -186,6 +191,7 @@ timeouts: {read_header: 1s, read: 2s, idle: 3s, dial: 4s, upstream_header: 5s}
 					Records: Records{Retention: Duration(DefaultRetention), MaxBodyBytes: DefaultRecordBodyBytes},
 					Trust:   Trust{Skew: Duration(DefaultSkew)},
 					Taint:   Taint{TTL: Duration(DefaultTaintTTL), MaxFingerprints: DefaultMaxFingerprints, MaxScanBytes: DefaultMaxScanBytes, MinSpanBytes: DefaultMinSpanBytes},
+					Journal: journalDefaults(),
 					Timeouts: Timeouts{
 						ReadHeader: Duration(time.Second), Read: Duration(2 * time.Second), Idle: Duration(3 * time.Second),
 						Dial: Duration(4 * time.Second), UpstreamHeader: Duration(5 * time.Second),
@@ -257,6 +263,23 @@ func TestParseInvalid(t *testing.T) {
 				`edges[0]: untrusted and on_injection apply to inbound edges (from) only: they decide what the local agent receives`,
 				`edges[1].untrusted: must be tag, spotlight, quarantine or reject, got "mask"`,
 				`edges[1].on_injection: must be flag, quarantine or reject, got "ignore"`,
+			},
+		},
+		{
+			name: "journal settings",
+			in: func(*testing.T) string {
+				return minimal + "external: {allow: [api.example.com:443, \"*.example.org:443\"]}\n" +
+					"journal: {hosts: [api.example.com:443, \"*.x.example.org:443\", search.example.net:443, nope], " +
+					"retention: 10ms, max_entry_bytes: 2048, max_handling_bytes: 1024, vary: [\"a b\"]}\n" +
+					"peers: {b: {url: http://127.0.0.1:1}}\nedges: [{to: b, journal: true}, {from: c, journal: true}]\n"
+			},
+			want: []string{
+				`journal.hosts[2]: must be allowed by external.allow (a host Baton does not let the agent reach has nothing to journal), got "search.example.net:443"`,
+				`journal.hosts[3]: must be host:port, e.g. api.example.com:443 or *.example.com:443, got "nope"`,
+				`journal.retention: must be a duration of at least 1s, got "10ms"`,
+				`journal.max_handling_bytes: must be >= journal.max_entry_bytes, got 1024`,
+				`journal.vary[0]: must be a header name, got "a b"`,
+				`edges[1].journal: applies to outbound edges (to) only: the calling agent's Baton keeps the journal`,
 			},
 		},
 		// The document as a whole.
@@ -638,7 +661,7 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "top level, no near miss",
 			in:   minimal + "frobnicate: {window: 1h}\n",
-			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, admin_token, limits, timeouts, intercept (line 3)`},
 		},
 		{
 			name: "nested under listen",
@@ -658,17 +681,17 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "in a list item",
 			in:   minimal + "edges:\n  - {from: a}\n  - {from: b, retries: 3}\n",
-			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection (line 5)`},
+			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal (line 5)`},
 		},
 		{
 			name: "in a merged mapping",
 			in:   minimal + "edges: [{<<: {hops: 2}, from: a}]\n",
-			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection (line 3)`},
+			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal (line 3)`},
 		},
 		{
 			name: "fields filled by Validate are not keys",
 			in:   minimal + "upstreamurl: http://x\n",
-			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, admin_token, limits, timeouts, intercept (line 3)`},
 		},
 	}
 	for _, tt := range tests {

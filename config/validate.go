@@ -118,6 +118,7 @@ func (c *Config) Validate() error {
 	c.validateTrust(bad)
 	c.validateIntercept(bad)
 	c.validateTaint(bad)
+	c.validateJournal(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")

@@ -127,6 +127,15 @@ func correlate(hs Handlings, in *Info, member string) {
 	}
 }
 
+// CorrelateFetch ties an external fetch to the handling it is made for, by
+// rules 1 to 3, as a handoff is tied: the call journal keeps fetches per
+// handling. Other fetches are never tied (nothing needs it).
+func CorrelateFetch(hs Handlings, in *Info) {
+	if in.Handling == nil && !in.Handoff() {
+		correlate(hs, in, in.member)
+	}
+}
+
 // correlateA2A ties an A2A handoff that its headers did not tie to a
 // handling by the contextId or taskId of its message (rule 4). It reports
 // whether it did.

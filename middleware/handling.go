@@ -15,11 +15,14 @@ package middleware
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/batonproxy/baton/handoff/record"
 )
 
 // Handling is one inbound handoff the local agent is handling (or handled).
@@ -47,8 +50,10 @@ type Handling struct {
 
 	done    atomic.Bool
 	mu      sync.Mutex
-	stopped string            // the dead letter where a chain this handling started stopped
-	calls   map[string][]slot // by peer, in order of position
+	stopped string                 // the dead letter where a chain this handling started stopped
+	calls   map[string][]slot      // by peer, in order of position
+	journal *record.JournalSummary // what the call journal did with the handling's calls
+	skipped int                    // journal notes beyond record.MaxJournalNotes
 }
 
 // Scope is an idempotency key scoped by its edge (sender, receiver): what a
@@ -91,6 +96,45 @@ func (h *Handling) StoppedAt() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.stopped
+}
+
+// NoteJournal applies f to the handling's journal summary, under the
+// handling's lock.
+func (h *Handling) NoteJournal(f func(*record.JournalSummary)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.journal == nil {
+		h.journal = &record.JournalSummary{}
+	}
+	f(h.journal)
+}
+
+// NoteJournalSkip adds why an answer was not journaled to the handling's
+// journal summary.
+func (h *Handling) NoteJournalSkip(why string) {
+	h.NoteJournal(func(s *record.JournalSummary) {
+		if len(s.Skipped) < record.MaxJournalNotes {
+			s.Skipped = append(s.Skipped, why)
+		} else {
+			h.skipped++
+		}
+	})
+}
+
+// JournalSummary returns a copy of the handling's journal summary, or nil
+// when none of its calls was to a journaled destination.
+func (h *Handling) JournalSummary() *record.JournalSummary {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.journal == nil {
+		return nil
+	}
+	s := *h.journal
+	s.Skipped = append([]string(nil), s.Skipped...)
+	if h.skipped > 0 {
+		s.Skipped = append(s.Skipped, "and "+strconv.Itoa(h.skipped)+" more")
+	}
+	return &s
 }
 
 // A slot is a position among a handling's calls to one peer.

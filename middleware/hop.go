@@ -38,6 +38,7 @@ func Identity(hs Handlings) func(http.Handler) http.Handler {
 			member := takeHandlingMember(r.Header)
 			StripBatonHeaders(r.Header)
 			if !in.Handoff() {
+				in.member = member // for CorrelateFetch
 				next.ServeHTTP(w, r)
 				return
 			}

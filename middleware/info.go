@@ -130,6 +130,9 @@ type Info struct {
 	Err error
 
 	rec *recorder
+	// member is the baton.handling baggage member of an external fetch,
+	// taken off by Identity, for CorrelateFetch.
+	member string
 }
 
 // Handoff reports whether the request is a handoff between agents (as

@@ -70,6 +70,9 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 				rec.Trust = []string{"posture=" + in.Posture}
 			}
 			rec.Trust = append(rec.Trust, TrustLabels(in)...)
+			if in.Handling != nil {
+				rec.Journal = in.Handling.JournalSummary()
+			}
 			switch {
 			case in.Dedupe == DedupeReplayed && in.KeyMismatch:
 				rec.State, rec.Outcome = record.Delivered, "replayed from the dedupe window (the position's first request had another body)"

@@ -15,6 +15,8 @@ import (
 // were answered after it, oldest first.
 type handlings struct {
 	ttl time.Duration
+	// ended, when set, is told of each handling the agent answered.
+	ended func(*middleware.Handling)
 
 	mu        sync.Mutex
 	byID      map[string]*middleware.Handling
@@ -58,6 +60,9 @@ func (hs *handlings) Begin(h *middleware.Handling) (end func()) {
 // them when there are recentHandlings.
 func (hs *handlings) answer(h *middleware.Handling) {
 	h.Finish()
+	if hs.ended != nil {
+		hs.ended(h)
+	}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if len(hs.answered) < recentHandlings {

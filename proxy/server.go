@@ -117,6 +117,19 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
+	var jr *journal
+	if c.JournalOn() {
+		key, err := journalKey(c, env, ts.signer, o.Logger)
+		if err != nil {
+			return nil, err
+		}
+		jm, err := newJournalMetrics(o.MeterProvider)
+		if err != nil {
+			return nil, err
+		}
+		jr = newJournal(c, o.Store, hs, key, jm, o.Logger)
+		hs.ended = jr.ended
+	}
 	s.letters = newLetters(s.book, c.Records.Retention.D(), o.Logger, s.background)
 	for name := range c.Peers {
 		var onClose func()
@@ -138,7 +151,8 @@ func New(o Options) (*Server, error) {
 			// included) and joins the target's base path.
 			pr.SetURL(in.Target)
 		},
-		Transport:      &routedTransport{edges: s.edges, external: memoryBody{measureClient(sm.m, externalTransport, "")}},
+		Transport: journalTransport{j: jr,
+			next: &routedTransport{edges: s.edges, external: memoryBody{measureClient(sm.m, externalTransport, "")}}},
 		ModifyResponse: egressAnswer,
 		BufferPool:     pool,
 		ErrorHandler:   errorHandler,

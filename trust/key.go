@@ -7,7 +7,9 @@ package trust
 
 import (
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -59,6 +61,15 @@ func GenerateKey(id string) (*Key, error) {
 
 func newKey(id string, priv ed25519.PrivateKey) *Key {
 	return &Key{id: id, pub: priv.Public().(ed25519.PublicKey), priv: func() ed25519.PrivateKey { return priv }}
+}
+
+// Derive returns a 32-byte secret for purpose, derived from the private
+// key (HMAC-SHA256 keyed by its seed): another key for another use, that
+// reveals nothing of this one and is the same wherever this key is loaded.
+func (k *Key) Derive(purpose string) []byte {
+	m := hmac.New(sha256.New, k.priv().Seed())
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 // CheckKeyID reports whether id can name a key: 1 to 128 characters among

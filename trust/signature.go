@@ -88,6 +88,9 @@ type Signer struct {
 	keyid []byte // the keyid parameter's value, serialized once
 }
 
+// Key returns the signing key.
+func (s *Signer) Key() *Key { return s.key }
+
 // NewSigner returns a Signer for k.
 func NewSigner(k *Key) *Signer {
 	return &Signer{key: k, keyid: appendSFString(nil, k.id)}

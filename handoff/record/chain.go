@@ -97,6 +97,12 @@ func (r *Record) entrySize() int {
 	if e := r.Envelope; e != nil {
 		n += envelope + len(e.Digest) + len(e.Version) + len(e.TaskID) + len(e.Intent)
 	}
+	if j := r.Journal; j != nil {
+		n += len(`,"journal":{"hits":,"misses":,"journaled":,"saved_bytes":,"saved_tokens":,"skipped":[]}`) + 40
+		for _, s := range j.Skipped {
+			n += len(s) + 3
+		}
+	}
 	return n
 }
 

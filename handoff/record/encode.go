@@ -87,6 +87,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = r.appendProgress(b)
 	b = append(b, `,"replayable":`...)
 	b = strconv.AppendBool(b, r.Replayable)
+	if r.Journal != nil {
+		b = append(b, `,"journal":`...)
+		b = r.Journal.appendJSON(b)
+	}
 	b = append(b, `,"created":`...)
 	b = appendTime(b, r.Created)
 	b = append(b, `,"updated":`...)
@@ -165,6 +169,28 @@ func (e *EnvelopeSummary) appendJSON(b []byte) []byte {
 	if e.Violations != 0 {
 		b = append(b, `,"violations":`...)
 		b = strconv.AppendInt(b, int64(e.Violations), 10)
+	}
+	return append(b, '}')
+}
+
+func (j *JournalSummary) appendJSON(b []byte) []byte {
+	b = append(b, `{"hits":`...)
+	b = strconv.AppendInt(b, int64(j.Hits), 10)
+	b = append(b, `,"misses":`...)
+	b = strconv.AppendInt(b, int64(j.Misses), 10)
+	b = append(b, `,"journaled":`...)
+	b = strconv.AppendInt(b, int64(j.Journaled), 10)
+	if j.SavedBytes != 0 {
+		b = append(b, `,"saved_bytes":`...)
+		b = strconv.AppendInt(b, j.SavedBytes, 10)
+	}
+	if j.SavedTokens != 0 {
+		b = append(b, `,"saved_tokens":`...)
+		b = strconv.AppendInt(b, j.SavedTokens, 10)
+	}
+	if len(j.Skipped) != 0 {
+		b = append(b, `,"skipped":`...)
+		b = appendStrings(b, j.Skipped)
 	}
 	return append(b, '}')
 }

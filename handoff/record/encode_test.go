@@ -48,6 +48,7 @@ var encodedFields = map[reflect.Type][]string{
 		"stopped_at,omitempty: string",
 		"resolved_by,omitempty: string",
 		"replayable: bool",
+		"journal,omitempty: *record.JournalSummary",
 		"created: time.Time",
 		"updated: time.Time",
 		"request,omitempty: *record.Request",
@@ -61,6 +62,14 @@ var encodedFields = map[reflect.Type][]string{
 		"open_questions: int",
 		"unverified: int",
 		"violations,omitempty: int",
+	},
+	reflect.TypeFor[JournalSummary](): {
+		"hits: int",
+		"misses: int",
+		"journaled: int",
+		"saved_bytes,omitempty: int64",
+		"saved_tokens,omitempty: int64",
+		"skipped,omitempty: []string",
 	},
 	reflect.TypeFor[Update](): {
 		"id: string",
@@ -245,6 +254,14 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 		}
 		r.Envelope = &e
 	}
+	if r.Journal != nil {
+		j := *r.Journal
+		j.Skipped = validUTF8(j.Skipped)
+		if len(j.Skipped) == 0 {
+			j.Skipped = nil
+		}
+		r.Journal = &j
+	}
 	r.Trust = validUTF8(r.Trust)
 	for _, s := range []*string{&r.ID, &r.TraceID, &r.SpanID, &r.ParentID, (*string)(&r.Side), &r.From, &r.To,
 		&r.Key, &r.Method, &r.Target, &r.RequestDigest, &r.Grant, &r.SenderKeyID, (*string)(&r.State),
@@ -275,7 +292,10 @@ func dump(r Record) string {
 	if r.Request != nil {
 		req = fmt.Sprintf("%#v", *r.Request)
 	}
-	r.Envelope, r.Request = nil, nil
+	if r.Journal != nil {
+		req += fmt.Sprintf("\njournal %#v", *r.Journal)
+	}
+	r.Envelope, r.Request, r.Journal = nil, nil, nil
 	return fmt.Sprintf("%#v\nenvelope %s\nrequest %s", r, env, req)
 }
 
@@ -639,6 +659,10 @@ func randRecord(rng *rand.Rand) *Record {
 			OpenQuestions: randInt(rng), Unverified: randInt(rng), Violations: randInt(rng)}
 	}
 	if rng.IntN(2) == 0 {
+		r.Journal = &JournalSummary{Hits: randInt(rng), Misses: randInt(rng), Journaled: randInt(rng),
+			SavedBytes: int64(randInt(rng)), SavedTokens: int64(randInt(rng)), Skipped: randStrings(rng)}
+	}
+	if rng.IntN(2) == 0 {
 		r.Request = &Request{Method: randString(rng), URL: randString(rng), Header: randHeader(rng),
 			Body: randBytes(rng), BodyBytes: int64(randInt(rng)), Truncated: rng.IntN(2) == 0}
 	}
@@ -684,6 +708,9 @@ func FuzzRecordAppendJSON(f *testing.F) {
 		if flags&4 != 0 {
 			r.Envelope = &EnvelopeSummary{Digest: hkey, Intent: outcome, Completeness: completeness,
 				Violations: status}
+		}
+		if flags&128 != 0 {
+			r.Journal = &JournalSummary{Hits: hop, Misses: status, SavedTokens: sec, Skipped: []string{trust, hval}}
 		}
 		if flags&8 != 0 {
 			r.Request = &Request{Method: id, URL: outcome, Body: body, BodyBytes: int64(len(body)),

@@ -105,6 +105,9 @@ type Record struct {
 	// Replayable is false when the checkpoint lacks the body (streamed or
 	// over the cap): such a dead letter can be inspected but not replayed.
 	Replayable bool `json:"replayable"`
+	// Journal is what the call journal did with the agent's calls while it
+	// handled this handoff (receipts only; docs/journal.md).
+	Journal *JournalSummary `json:"journal,omitempty"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
@@ -145,6 +148,26 @@ func (u *Update) apply(r *Record) {
 	r.State, r.Status, r.Attempts, r.Latency = u.State, u.Status, u.Attempts, u.Latency
 	r.Outcome, r.Error, r.StoppedAt, r.ResolvedBy, r.Updated = u.Outcome, u.Error, u.StoppedAt, u.ResolvedBy, u.Updated
 }
+
+// JournalSummary counts what the call journal did with the calls an agent
+// made to journaled destinations while it handled one inbound handoff.
+type JournalSummary struct {
+	// Hits were answered from the journal; Misses went out, and Journaled
+	// of them had their answers kept.
+	Hits      int `json:"hits"`
+	Misses    int `json:"misses"`
+	Journaled int `json:"journaled"`
+	// SavedBytes and SavedTokens are what the hits did not fetch again:
+	// response bytes, and model tokens by the provider's usage field.
+	SavedBytes  int64 `json:"saved_bytes,omitempty"`
+	SavedTokens int64 `json:"saved_tokens,omitempty"`
+	// Skipped says why answers that went out were not journaled (at most
+	// MaxJournalNotes of them, then a count).
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// MaxJournalNotes bounds JournalSummary.Skipped.
+const MaxJournalNotes = 8
 
 // EnvelopeSummary is what a record keeps of a handoff envelope.
 type EnvelopeSummary struct {
