@@ -51,6 +51,13 @@ func (s *syncBuffer) String() string {
 // given (the one the YAML configures when nil).
 func startBaton(t testing.TB, yaml string, store state.Store) *baton {
 	t.Helper()
+	return startBatonWith(t, yaml, store, nil)
+}
+
+// startBatonWith is startBaton with opts adjusting the Options (a meter
+// provider, say) before the Baton is built.
+func startBatonWith(t testing.TB, yaml string, store state.Store, opts func(*proxy.Options)) *baton {
+	t.Helper()
 	c, err := config.Decode(strings.NewReader(yaml))
 	if err != nil {
 		t.Fatalf("decoding config: %v", err)
@@ -69,12 +76,16 @@ func startBaton(t testing.TB, yaml string, store state.Store) *baton {
 	}
 	logs := &syncBuffer{}
 	tp := sdktrace.NewTracerProvider()
-	s, err := proxy.New(proxy.Options{
+	o := proxy.Options{
 		Config: c, Store: store,
 		TracerProvider: tp,
 		Propagator:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		Logger:         slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	if opts != nil {
+		opts(&o)
+	}
+	s, err := proxy.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

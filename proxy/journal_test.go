@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
@@ -23,8 +24,10 @@ import (
 type modelServer struct {
 	calls atomic.Int64
 	// gate, when set, is waited on after the first chunk: the test holds
-	// the stream open to see the chunk arrive before it ends.
-	gate chan struct{}
+	// the stream open to see the chunk arrive before it ends. After five
+	// seconds the stream goes on, and gateTimedOut says it did.
+	gate         chan struct{}
+	gateTimedOut atomic.Bool
 }
 
 func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +46,11 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: %s\n\n", c)
 		w.(http.Flusher).Flush()
 		if i == 0 && m.gate != nil {
-			<-m.gate
+			select {
+			case <-m.gate:
+			case <-time.After(5 * time.Second):
+				m.gateTimedOut.Store(true)
+			}
 		}
 	}
 }
@@ -61,7 +68,7 @@ func (s *searchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // searches, and hands the plan and the sources to c. It keeps what it sent
 // and received on each run.
 type plannerAgent struct {
-	egress       string
+	egress        string
 	model, search string // host:port
 
 	mu      sync.Mutex
