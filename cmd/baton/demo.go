@@ -34,12 +34,15 @@ import (
 // chain stops there. Once writer is back the operator replays the dead
 // letter and analyst re-sends its handoff with the key it got: the chain
 // resumes at writer, and the ledger books once, though flagger runs again
-// with different bodies.
+// with different bodies; flagger's call to a model is answered from its
+// Baton's journal on the re-run, so the model is paid once.
 const demoTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 type demoAgents struct {
 	analystRuns, flaggerRuns, writerCalls atomic.Int64
 	ledgerBookings, writerDrafts          atomic.Int64
+	modelCalls                            atomic.Int64
+	modelAddr, modelReplayed              string
 	writerDown                            atomic.Bool
 	mu                                    sync.Mutex
 	flaggerSaw                            http.Header
@@ -89,6 +92,12 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ledger.Close()
+	model, err := startDemoAgent(http.HandlerFunc(ag.model))
+	if err != nil {
+		return err
+	}
+	defer model.Close()
+	ag.modelAddr = model.Addr
 
 	start := func(yaml string) (*proxy.Server, func(), error) {
 		c, err := config.Parse(strings.NewReader(yaml), nil)
@@ -128,6 +137,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer stopL()
 	fB, stopF, err := start("agent: flagger\nupstream: http://" + flagger.Addr + "\n" + loop + ids.yaml("flagger") +
 		"peers: {writer: {url: http://" + wB.IngressAddr() + "}, ledger: {url: http://" + lB.IngressAddr() + "}}\n" +
+		"external: {allow: [" + model.Addr + "]}\njournal: {hosts: [" + model.Addr + "]}\n" +
 		"edges: [{from: analyst, contract: {mode: enforce, min_completeness: 0.75}, untrusted: spotlight},\n" +
 		"  {to: ledger, grant: {may_handoff_to: [], side_effects: [write]}},\n" +
 		"  {to: writer, retry: {attempts: 2, backoff: 50ms}, grant: {may_handoff_to: [], side_effects: [read]}}]\n")
@@ -257,8 +267,14 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	p("   flagger runs again, its bodies stamped anew, and sends the same keys by their position:\n")
 	p("   ledger and writer answer from their dedupe windows, neither runs again. analyst got\n")
 	p("     %d %s\n", resp.StatusCode, bytes.TrimSpace(answer))
-	p("   ledger booked %d time(s), writer drafted %d time(s), flagger ran %d time(s), analyst %d\n\n",
+	p("   ledger booked %d time(s), writer drafted %d time(s), flagger ran %d time(s), analyst %d\n",
 		ag.ledgerBookings.Load(), ag.writerDrafts.Load(), ag.flaggerRuns.Load(), ag.analystRuns.Load())
+	ag.mu.Lock()
+	replayed := ag.modelReplayed
+	ag.mu.Unlock()
+	p("   flagger's call to the model was answered from its Baton's journal (Baton-Journal-Replayed: %s):\n", replayed)
+	p("   the model was called %d time(s) in all, and flagger's review is the first run's, word for word\n\n",
+		ag.modelCalls.Load())
 
 	// 3. analyst's client times out and retries: answered from the window.
 	p("3. analyst's client timed out and retries the same handoff: same Idempotency-Key,\n")
@@ -363,14 +379,23 @@ func (d *demoIDs) yaml(agent string) string {
 
 // demoTraceSettled waits for the last records of the story (records are
 // written off the request path): the resumed run's calls answered from
-// ledger's and writer's windows, and analyst's retry from flagger's.
+// ledger's and writer's windows, its model call from flagger's journal,
+// analyst's retry from flagger's window, and every record's parent.
 func demoTraceSettled(v proxy.TraceView) bool {
-	var ledger, writer, flagger bool
+	var ledger, writer, flagger, journal bool
+	ids := map[string]bool{}
 	for _, r := range v.Records {
+		ids[r.ID] = true
 		fromWindow := r.Side == record.Ingress && strings.HasPrefix(r.Outcome, "replayed from the dedupe window")
 		ledger = ledger || (fromWindow && r.To == "ledger")
 		writer = writer || (fromWindow && r.To == "writer")
 		flagger = flagger || (fromWindow && r.To == "flagger")
+		journal = journal || (r.Journal != nil && r.Journal.Hits > 0)
 	}
-	return ledger && writer && flagger
+	for _, r := range v.Records {
+		if r.ParentID != "" && !ids[r.ParentID] {
+			return false
+		}
+	}
+	return ledger && writer && flagger && journal
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/handoff"
+	"github.com/batonproxy/baton/proxy"
 )
 
 // The demo's agents, and how the demo talks to them and their Batons.
@@ -92,9 +93,14 @@ func (d *demoAgents) flagger(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	anomalies := `{"threshold":` + fmt.Sprint(in.Threshold) + `,"anomalies":[` + strings.Join(flags, ",") +
-		`],"flagged_at":"` + time.Now().Format(time.RFC3339Nano) + `"}`
 	tp := r.Header.Get("Traceparent")
+	review, err := d.askModel(r.Context(), tp, flags)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	anomalies := `{"threshold":` + fmt.Sprint(in.Threshold) + `,"anomalies":[` + strings.Join(flags, ",") +
+		`],"review":` + strconvQuote(review) + `,"flagged_at":"` + time.Now().Format(time.RFC3339Nano) + `"}`
 	resp, err := demoPost(r.Context(), d.flaggerEgress, "ledger", "/book", tp, anomalies)
 	if err == nil && resp.StatusCode < 300 {
 		resp.Body.Close()
@@ -121,6 +127,40 @@ func (d *demoAgents) flagger(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintf(w, `{"flagged":%d,"booked":true,"draft":%s}`+"\n", len(flags), bytes.TrimSpace(answer))
+}
+
+// askModel asks the model, through flagger's Baton, to review the flags,
+// and returns its answer.
+func (d *demoAgents) askModel(ctx context.Context, tp string, flags []string) (string, error) {
+	prompt := `{"model":"demo-1","messages":[{"role":"user","content":` + strconvQuote("Review these flags: "+strings.Join(flags, ", ")) + `}]}`
+	resp, err := demoPost(ctx, d.flaggerEgress, d.modelAddr, "/v1/chat/completions", tp, prompt)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Choices) == 0 {
+		return "", fmt.Errorf("the model answered %d", resp.StatusCode)
+	}
+	d.mu.Lock()
+	d.modelReplayed = resp.Header.Get(proxy.HeaderJournalReplayed)
+	d.mu.Unlock()
+	return out.Choices[0].Message.Content, nil
+}
+
+// model is a chat-completions API: each call is charged, and its answer
+// differs from call to call, as a sampled model's does.
+func (d *demoAgents) model(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	n := d.modelCalls.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",`+
+		`"content":"vendor-17 needs review first; vendor-22 is within tolerance (sample %d)"}}],`+
+		`"usage":{"prompt_tokens":412,"completion_tokens":38,"total_tokens":450}}`, n, time.Now().UnixNano()%1000)
 }
 
 // ledger books flags: a side effect that must not happen twice.

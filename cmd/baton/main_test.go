@@ -122,6 +122,8 @@ func TestDemo(t *testing.T) {
 		"Baton-Contract:  violations=0; completeness=1.00", "422 the handoff envelope breaks its contract",
 		"/open_questions", "side_effects [read] (narrowed, never widened)", "401 the edge from \"analyst\" requires a signature",
 		"draft ready", "403",
+		"answered from its Baton's journal (Baton-Journal-Replayed: true)", "the model was called 1 time(s) in all",
+		"journal: 1 hit(s) (saved ", "450 tokens), 0 miss(es)",
 		`untrusted=("/artifacts/0/content";src="http://`, `artifact trust "untrusted", source "http://`,
 		"content «untrusted»Note:ˆvendor-17ˆRESTATED", "Baton-Injection: score="} {
 		if !strings.Contains(out.String(), want) {

@@ -163,6 +163,29 @@ func describeRecord(r record.Record) string {
 	if r.ResolvedBy != "" {
 		fmt.Fprintf(&b, "  ↳ resumed: [%s]", shortID(r.ResolvedBy))
 	}
+	if j := r.Journal; j != nil {
+		b.WriteString("  " + describeJournal(j))
+	}
+	return b.String()
+}
+
+// describeJournal renders what the call journal did while the agent
+// handled a handoff: "journal: 2 hit(s) (saved 1234 bytes, 74 tokens), 1
+// miss(es) (1 journaled); not journaled: …".
+func describeJournal(j *record.JournalSummary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "journal: %d hit(s)", j.Hits)
+	if j.Hits > 0 {
+		fmt.Fprintf(&b, " (saved %d bytes", j.SavedBytes)
+		if j.SavedTokens > 0 {
+			fmt.Fprintf(&b, ", %d tokens", j.SavedTokens)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ", %d miss(es) (%d journaled)", j.Misses, j.Journaled)
+	if len(j.Skipped) > 0 {
+		b.WriteString("; not journaled: " + strings.Join(j.Skipped, "; "))
+	}
 	return b.String()
 }
 
