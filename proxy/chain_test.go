@@ -531,7 +531,7 @@ func adminProblem(t *testing.T, method, admin, path string) (int, map[string]any
 	return resp.StatusCode, doc
 }
 
-func redisStoreWithPrefix(t *testing.T, url, prefix string) state.Store {
+func redisStoreWithPrefix(t testing.TB, url, prefix string) state.Store {
 	t.Helper()
 	s, err := state.NewRedis(config.Redis{URL: url, Prefix: prefix,
 		DialTimeout: config.Duration(5 * time.Second), OpTimeout: config.Duration(5 * time.Second)})
