@@ -136,7 +136,9 @@ type journalTransport struct {
 
 func (t journalTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	in := middleware.InfoFromContext(r.Context())
-	if t.j != nil && in != nil {
+	// A protocol upgrade (a WebSocket) is a connection, not an answer:
+	// never journaled.
+	if t.j != nil && in != nil && r.Header.Get("Upgrade") == "" {
 		if dest := t.j.destination(in); dest != "" {
 			return t.j.call(r, in, dest, t.next)
 		}
@@ -212,15 +214,15 @@ func (j *journal) call(r *http.Request, in *middleware.Info, dest string, next h
 	return resp, nil
 }
 
-// journaledStatus reports whether an answer with status is journaled: not
-// one that says "try again" (408, 425, 429, any 5xx), which a re-run must
-// not be given again.
+// journaledStatus reports whether an answer with status is journaled: a
+// final one (not 1xx), and not one that says "try again" (408, 425, 429,
+// any 5xx), which a re-run must not be given again.
 func journaledStatus(status int) bool {
 	switch status {
 	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
 		return false
 	}
-	return status < 500
+	return status >= 200 && status < 500
 }
 
 // requestBody returns the call's whole body, buffering it (within the Limit

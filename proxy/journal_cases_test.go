@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -414,5 +415,64 @@ func TestJournalFailsOpen(t *testing.T) {
 	}
 	if m := g.journalCalls(); m["baton.journal.calls/bypass"] != 2 {
 		t.Errorf("metrics: %v; want 2 bypasses", m)
+	}
+}
+
+// TestJournalMetricsDocumented: a hit, a miss and an answer not journaled
+// export the journal's series under the names docs/metrics.md gives.
+func TestJournalMetricsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := newCounter(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/busy" {
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"n":%d,"usage":{"input_tokens":10,"output_tokens":5}}`, n)
+	})
+	var egress atomic.Pointer[string]
+	runs := atomic.Int64{}
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, path := range []string{"/v1/messages", "/busy"} {
+			req, _ := http.NewRequest("POST", "http://"+*egress.Load()+path, strings.NewReader(`{}`))
+			req.Host = api.host()
+			req.Header.Set("Baggage", r.Header.Get("Baggage"))
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		w.WriteHeader(failFirst(int(runs.Add(1))))
+	}))
+	t.Cleanup(agent.Close)
+	b := startMetered(t, "agent: b\nupstream: "+agent.URL+"\n"+journalYAML(api.host()))
+	addr := b.EgressAddr()
+	egress.Store(&addr)
+	for range 2 {
+		resp := send(t, b.IngressAddr(), "b", "POST", "/work", `{}`, http.Header{"Idempotency-Key": {"k-7"}})
+		io.Copy(io.Discard, resp.Body)
+	}
+	s := scrapeMetrics(t, b.AdminAddr())
+	dest := map[string]string{"destination": api.host()}
+	s.check(t, "b", []expect{
+		{"baton_journal_calls_total", map[string]string{"destination": api.host(), "result": "hit"}, 1},
+		{"baton_journal_calls_total", map[string]string{"destination": api.host(), "result": "miss"}, 3},
+		{"baton_journal_saved_tokens_total", dest, 15},
+		{"baton_journal_unjournaled_total", map[string]string{"destination": api.host(), "reason": "status"}, 2},
+	})
+	for _, name := range []string{"baton_journal_calls_total", "baton_journal_saved_bytes_total", "baton_journal_saved_tokens_total",
+		"baton_journal_written_bytes_total", "baton_journal_unjournaled_total"} {
+		if s[name] == nil {
+			t.Errorf("%s is not exported", name)
+		}
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/metrics.md does not describe `%s`", name)
+		}
 	}
 }
