@@ -41,6 +41,9 @@ type journalRig struct {
 	trace  string // the trace id handle sends
 	runs   atomic.Int64
 	script func(run int, call caller) int
+	// baggage is what the agent received with the handoff it is handling,
+	// for a script whose client sends its own requests.
+	baggage atomic.Pointer[string]
 	t      *testing.T
 }
 
@@ -59,6 +62,8 @@ func newJournalRig(t *testing.T, yaml string, store state.Store, script func(run
 
 func (g *journalRig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
+	bg := r.Header.Get("Baggage")
+	g.baggage.Store(&bg)
 	call := func(method, host, path, body string, hdr http.Header) (*http.Response, []byte) {
 		req, _ := http.NewRequest(method, "http://"+g.b.EgressAddr()+path, strings.NewReader(body))
 		req.Host = host
