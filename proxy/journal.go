@@ -19,13 +19,13 @@ package proxy
 //
 // The journal fails open: with the store down, or a call it cannot tie to
 // a handling, the call goes out as if there were no journal, and says so
-// (metrics, the receipt).
+// (metrics, the receipt). The loads and the per-handling state are in
+// journal_run.go, the copy of an answer on its way to the agent in
+// journal_recorder.go, the stored form and the digest in journal_entry.go.
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -33,7 +33,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -68,9 +67,42 @@ type journal struct {
 	retention   time.Duration
 	maxEntry    int64
 	maxHandling int64
+	maxBody     int64 // the largest request body read for a digest
 	log         *slog.Logger
 	m           *journalMetrics
 	runs        *fifo[*run]
+}
+
+// newJournal builds the journal c configures, or returns nil when nothing
+// is journaled. signer is the identity key's, or nil.
+func newJournal(c *config.Config, o Options, hs middleware.Handlings, env func(string) string, signer *trust.Signer) (*journal, error) {
+	if !c.JournalOn() {
+		return nil, nil
+	}
+	key, err := journalKey(c, env, signer, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newJournalMetrics(o.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	if c.Store.Redis == nil {
+		o.Logger.Warn("journal: on the memory store, journals share its bounds with dedupe windows and records and do not outlive the process; use Redis")
+	}
+	j := &journal{store: o.Store, agent: c.Agent, hs: hs, dig: digester{key: key, vary: c.Journal.Vary},
+		edges: map[string]bool{}, retention: c.Journal.Retention.D(), maxEntry: c.Journal.MaxEntryBytes,
+		maxHandling: c.Journal.MaxHandlingBytes, maxBody: max(c.Records.MaxBodyBytes, c.Journal.MaxEntryBytes),
+		log: o.Logger, m: m, runs: newFIFO[*run](journalRuns, hopTTL)}
+	for _, h := range c.Journal.Hosts {
+		j.hosts = append(j.hosts, strings.ToLower(h))
+	}
+	for _, e := range c.Edges {
+		if e.Journal {
+			j.edges[e.To] = true
+		}
+	}
+	return j, nil
 }
 
 // journalKey returns the key digests are computed with: journal.key_env's
@@ -89,23 +121,8 @@ func journalKey(c *config.Config, env func(string) string, signer *trust.Signer,
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	log.Info("journal: no journal.key_env and no identity key; journals are found only by this process (a restarted Baton starts them again)")
+	log.Warn("journal: no journal.key_env and no identity key; journals are found only by this process (a restarted Baton starts them again)")
 	return key, nil
-}
-
-func newJournal(c *config.Config, store state.Store, hs middleware.Handlings, key []byte, m *journalMetrics, log *slog.Logger) *journal {
-	j := &journal{store: store, agent: c.Agent, hs: hs, dig: digester{key: key, vary: c.Journal.Vary},
-		edges: map[string]bool{}, retention: c.Journal.Retention.D(), maxEntry: c.Journal.MaxEntryBytes,
-		maxHandling: c.Journal.MaxHandlingBytes, log: log, m: m, runs: newFIFO[*run](journalRuns, hopTTL)}
-	for _, h := range c.Journal.Hosts {
-		j.hosts = append(j.hosts, strings.ToLower(h))
-	}
-	for _, e := range c.Edges {
-		if e.Journal {
-			j.edges[e.To] = true
-		}
-	}
-	return j
 }
 
 // destination returns the metric label of the request's destination when
@@ -161,29 +178,41 @@ func (j *journal) call(r *http.Request, in *middleware.Info, dest string, next h
 		j.m.call(dest, resultBypass)
 		return live(next.RoundTrip(r))
 	}
-	body, err := requestBody(r, in)
+	what := r.Method + " " + dest
+	body, whole, err := j.requestBody(r, in)
 	if err != nil {
 		return nil, err
 	}
-	d := j.dig.digest(j.agent, dest, r, body)
+	if !whole {
+		j.m.call(dest, resultBypass)
+		h.NoteJournalSkip(what + ": the request body is over " + strconv.FormatInt(j.maxBody, 10) + " bytes or streams: not journaled")
+		return live(next.RoundTrip(r))
+	}
+	target := in.External
+	if in.Handoff() {
+		target = in.To
+	}
+	d := j.dig.digest(j.agent, target, r, body)
 	ru := j.run(h)
 	occ, err := ru.take(r.Context(), d)
 	if err != nil {
 		j.m.call(dest, resultBypass)
-		h.NoteJournalSkip(what(r, dest) + ": the journal could not be read (" + err.Error() + ")")
-		j.log.Warn("journal: not read; the call goes out unjournaled", "destination", dest, "error", err.Error())
+		h.NoteJournalSkip(what + ": not journaled: " + err.Error())
+		j.log.Warn("journal: the call goes out unjournaled", "destination", dest, "error", err.Error())
 		return live(next.RoundTrip(r))
 	}
 	span := trace.SpanFromContext(r.Context())
 	if e := ru.find(callID{d, occ}); e != nil {
 		ru.settle(d, occ, true)
-		tokens := modelUsage(e.Header.Get("Content-Type"), e.Header.Get("Content-Encoding"), e.body)
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
 		h.NoteJournal(func(s *record.JournalSummary) {
 			s.Hits++
 			s.SavedBytes += int64(len(e.body))
-			s.SavedTokens += tokens
+			s.SavedTokens += e.Tokens
 		})
-		j.m.hit(dest, int64(len(e.body)), tokens)
+		j.m.hit(dest, int64(len(e.body)), e.Tokens)
 		span.SetAttributes(attrJournal.String("hit"))
 		in.Call.Settle(middleware.CallAnswered)
 		return e.response(r), nil
@@ -196,305 +225,67 @@ func (j *journal) call(r *http.Request, in *middleware.Info, dest string, next h
 		ru.settle(d, occ, false)
 		return nil, err
 	}
-	if !journaledStatus(resp.StatusCode) {
+	if why := notFinal(resp); why != "" {
 		// The agent may well try again: its next such call takes this
 		// occurrence, and the answer it gets is the one to journal.
 		ru.settle(d, occ, false)
-		j.skip(h, dest, reasonStatus, what(r, dest)+": status "+strconv.Itoa(resp.StatusCode)+" is not journaled")
+		j.skip(h, dest, reasonStatus, what+": not journaled: "+why)
 		return resp, nil
 	}
 	rec := &recorder{ReadCloser: resp.Body, j: j, ru: ru, h: h, id: callID{d, occ}, ctx: r.Context(),
-		limit: min(j.maxEntry, ru.room()), what: what(r, dest),
+		limit: min(j.maxEntry, ru.room()), what: what,
 		meta: entryMeta{Digest: hex.EncodeToString(d[:]), Occurrence: occ, Destination: dest, Method: r.Method,
-			Path: r.URL.Path, Status: resp.StatusCode, Header: keptHeaders(resp.Header)}}
-	if resp.ContentLength > rec.limit {
+			Status: resp.StatusCode, Header: keptHeaders(resp.Header)}}
+	if r.Method == http.MethodHead {
+		rec.meta.Length = resp.ContentLength // of the body a GET would get
+	} else if resp.ContentLength > rec.limit {
 		rec.over = true
 	}
 	resp.Body = rec
 	return resp, nil
 }
 
-// journaledStatus reports whether an answer with status is journaled: a
-// final one (not 1xx), and not one that says "try again" (408, 425, 429,
-// any 5xx), which a re-run must not be given again.
-func journaledStatus(status int) bool {
-	switch status {
-	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
-		return false
+// notFinal says why an answer is not journaled, or "" when it is: it is
+// interim (1xx), or it says "try again" (408, 425, 429, any 5xx, or any
+// answer with Retry-After, such as a 409 for a request still in flight),
+// which a re-run must be able to do.
+func notFinal(resp *http.Response) string {
+	switch s := resp.StatusCode; {
+	case s < 200, s >= 500, s == http.StatusRequestTimeout, s == http.StatusTooEarly, s == http.StatusTooManyRequests:
+		return "status " + strconv.Itoa(s) + " says to try again"
+	case resp.Header.Get("Retry-After") != "":
+		return "status " + strconv.Itoa(s) + " with Retry-After says to try again"
 	}
-	return status >= 200 && status < 500
+	return ""
 }
 
-// requestBody returns the call's whole body, buffering it (within the Limit
-// cap) and leaving the request a replayable copy.
-func requestBody(r *http.Request, in *middleware.Info) ([]byte, error) {
+// requestBody returns the call's whole body, read for its digest, and
+// leaves the request a replayable copy. A body that streams (no length)
+// or is larger than maxBody is not read whole: whole is false, and the
+// request keeps it, its bytes read so far put back in front.
+func (j *journal) requestBody(r *http.Request, in *middleware.Info) (body []byte, whole bool, err error) {
 	if in.Buffered {
-		return in.Body, nil
+		return in.Body, true, nil
 	}
-	var body []byte
-	if r.Body != nil && r.Body != http.NoBody {
-		var err error
-		if body, err = io.ReadAll(r.Body); err != nil {
-			return nil, err
-		}
-		_ = r.Body.Close()
+	if r.Body == nil || r.Body == http.NoBody {
+		in.Body, in.Buffered = nil, true
+		return nil, true, nil
 	}
+	if r.ContentLength < 0 || r.ContentLength > j.maxBody {
+		return nil, false, nil
+	}
+	body = make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, false, err
+	}
+	_ = r.Body.Close()
 	in.Body, in.Buffered = body, true
-	r.ContentLength = int64(len(body))
-	r.Body = http.NoBody
-	if len(body) > 0 {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	}
-	return body, nil
-}
-
-// what names a call for a person reading a receipt: its method,
-// destination and path (never its query).
-func what(r *http.Request, dest string) string {
-	return r.Method + " " + dest + r.URL.Path
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return body, true, nil
 }
 
 func (j *journal) skip(h *middleware.Handling, dest, reason, why string) {
 	j.m.skip(dest, reason)
 	h.NoteJournalSkip(why)
-}
-
-// run returns the journal state of h's calls.
-func (j *journal) run(h *middleware.Handling) *run {
-	var ru *run
-	j.runs.update(h.ID, func(old *run, ok bool) *run {
-		if !ok {
-			old = &run{j: j, h: h, key: "journal/" + j.agent + "/" + hex.EncodeToString(h.Key[:]), occ: map[[sha256.Size]byte][]bool{}}
-		}
-		ru = old
-		return old
-	})
-	return ru
-}
-
-// ended lets go of the entries of h's journal once no call of it is in
-// flight: the agent answered.
-func (j *journal) ended(h *middleware.Handling) {
-	if ru, ok := j.runs.get(h.ID); ok {
-		ru.mu.Lock()
-		ru.letGo()
-		ru.mu.Unlock()
-	}
-}
-
-// run is the journal of one handling: the entries loaded from the store,
-// and the occurrences its calls took.
-type run struct {
-	j   *journal
-	h   *middleware.Handling
-	key string // the log in the store
-
-	mu      sync.Mutex
-	loading chan struct{}                // closed when a load in progress ends
-	entries map[callID]*entry            // nil until loaded
-	bytes   int64                        // of the log: loaded, and appended since
-	occ     map[[sha256.Size]byte][]bool // per digest, by occurrence: taken for good
-	calls   int                          // in flight
-}
-
-// take returns the occurrence of a call with digest d: the first one an
-// earlier such call gave back, else the next. It loads the journal first.
-func (ru *run) take(ctx context.Context, d [sha256.Size]byte) (int, error) {
-	if err := ru.load(ctx); err != nil {
-		return 0, err
-	}
-	ru.mu.Lock()
-	defer ru.mu.Unlock()
-	ru.calls++
-	taken := ru.occ[d]
-	for i, t := range taken {
-		if !t {
-			taken[i] = true
-			return i + 1, nil
-		}
-	}
-	ru.occ[d] = append(taken, true)
-	return len(taken) + 1, nil
-}
-
-// settle ends a call at occurrence occ: kept, or given back for the next
-// such call (it got no answer the journal keeps).
-func (ru *run) settle(d [sha256.Size]byte, occ int, kept bool) {
-	ru.mu.Lock()
-	defer ru.mu.Unlock()
-	if !kept {
-		ru.occ[d][occ-1] = false
-	}
-	ru.calls--
-	if ru.h.Done() {
-		ru.letGo()
-	}
-}
-
-// letGo drops the loaded entries when no call is in flight; a later call
-// loads them again. Called with mu held.
-func (ru *run) letGo() {
-	if ru.calls == 0 && ru.loading == nil {
-		ru.entries, ru.bytes = nil, 0
-	}
-}
-
-func (ru *run) find(id callID) *entry {
-	ru.mu.Lock()
-	defer ru.mu.Unlock()
-	return ru.entries[id]
-}
-
-// room returns the bytes the handling's journal may still take.
-func (ru *run) room() int64 {
-	ru.mu.Lock()
-	defer ru.mu.Unlock()
-	return max(ru.j.maxHandling-ru.bytes, 0)
-}
-
-// reserve takes n bytes of the handling's room, if there are.
-func (ru *run) reserve(n int64) bool {
-	ru.mu.Lock()
-	defer ru.mu.Unlock()
-	if ru.bytes+n > ru.j.maxHandling {
-		return false
-	}
-	ru.bytes += n
-	return true
-}
-
-func (ru *run) unreserve(n int64) {
-	ru.mu.Lock()
-	ru.bytes -= n
-	ru.mu.Unlock()
-}
-
-// load reads the handling's journal from the store, once while it is
-// held; concurrent callers wait for the one load.
-func (ru *run) load(ctx context.Context) error {
-	ru.mu.Lock()
-	for ru.loading != nil {
-		ch := ru.loading
-		ru.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		ru.mu.Lock()
-	}
-	if ru.entries != nil {
-		ru.mu.Unlock()
-		return nil
-	}
-	ch := make(chan struct{})
-	ru.loading = ch
-	ru.mu.Unlock()
-
-	items, err := ru.j.store.Range(ctx, ru.key, 0, -1)
-	entries, size, bad := map[callID]*entry{}, int64(0), 0
-	for _, b := range items {
-		size += int64(len(b))
-		e, id, derr := decodeEntry(b)
-		if derr != nil {
-			bad++
-			continue
-		}
-		if _, dup := entries[id]; !dup { // two runs that raced: the first answer stands
-			entries[id] = e
-		}
-	}
-	if bad > 0 {
-		ru.j.log.Warn("journal: entries that do not decode were skipped", "handling", ru.h.ID, "count", bad)
-	}
-	ru.mu.Lock()
-	defer ru.mu.Unlock()
-	ru.loading = nil
-	close(ch)
-	if err != nil {
-		return fmt.Errorf("reading the journal: %w", err)
-	}
-	ru.entries, ru.bytes = entries, size
-	return nil
-}
-
-// recorder passes a journaled call's answer to the agent and keeps a copy;
-// when the agent has read all of it, it is appended to the journal, before
-// the end of the answer reaches the agent. An answer cut short is not.
-type recorder struct {
-	io.ReadCloser
-	j     *journal
-	ru    *run
-	h     *middleware.Handling
-	id    callID
-	ctx   context.Context
-	meta  entryMeta
-	what  string
-	limit int64
-	buf   []byte
-	over  bool // larger than limit: passed on, not kept
-	done  bool
-}
-
-func (rc *recorder) Read(p []byte) (int, error) {
-	n, err := rc.ReadCloser.Read(p)
-	if n > 0 && !rc.over {
-		if int64(len(rc.buf)+n) > rc.limit {
-			rc.over, rc.buf = true, nil
-		} else {
-			rc.buf = append(rc.buf, p[:n]...)
-		}
-	}
-	if err == io.EOF && !rc.done {
-		rc.done = true
-		rc.finish()
-	}
-	return n, err
-}
-
-func (rc *recorder) Close() error {
-	if !rc.done {
-		rc.done = true
-		rc.ru.settle(rc.id.digest, rc.id.occ, false)
-		rc.j.skip(rc.h, rc.meta.Destination, reasonIncomplete, rc.what+": the answer was not read to its end")
-	}
-	return rc.ReadCloser.Close()
-}
-
-// finish journals the whole answer.
-func (rc *recorder) finish() {
-	dest := rc.meta.Destination
-	// The agent has its answer: the occurrence is taken whatever happens.
-	defer rc.ru.settle(rc.id.digest, rc.id.occ, true)
-	if rc.over {
-		reason, why := reasonEntryCap, "the answer is over journal.max_entry_bytes ("+strconv.FormatInt(rc.j.maxEntry, 10)+")"
-		if rc.limit < rc.j.maxEntry {
-			reason, why = reasonHandlingCap, "the handling's journal would pass journal.max_handling_bytes ("+strconv.FormatInt(rc.j.maxHandling, 10)+")"
-		}
-		rc.j.skip(rc.h, dest, reason, rc.what+": not journaled: "+why)
-		return
-	}
-	rc.meta.At = time.Now().UTC()
-	b, err := encodeEntry(&rc.meta, rc.buf)
-	if err != nil {
-		rc.j.skip(rc.h, dest, reasonStoreError, rc.what+": not journaled: "+err.Error())
-		return
-	}
-	size := int64(len(b))
-	if !rc.ru.reserve(size) {
-		rc.j.skip(rc.h, dest, reasonHandlingCap, rc.what+": not journaled: the handling's journal would pass journal.max_handling_bytes ("+
-			strconv.FormatInt(rc.j.maxHandling, 10)+")")
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.ctx), journalWrite)
-	defer cancel()
-	if _, err := rc.j.store.Append(ctx, rc.ru.key, b, rc.j.retention); err != nil {
-		rc.ru.unreserve(size)
-		rc.j.skip(rc.h, dest, reasonStoreError, rc.what+": not journaled: the store refused it ("+err.Error()+")")
-		rc.j.log.Warn("journal: entry not stored", "destination", dest, "error", err.Error())
-		return
-	}
-	rc.h.NoteJournal(func(s *record.JournalSummary) { s.Journaled++ })
-	rc.j.m.written(dest, size)
 }

@@ -44,9 +44,11 @@ type journalRig struct {
 	// baggage is what the agent received with the handoff it is handling,
 	// for a script whose client sends its own requests.
 	baggage atomic.Pointer[string]
-	t      *testing.T
+	t       *testing.T
 }
 
+// newJournalRig starts the rig's Baton with yaml, as agent b unless yaml
+// names another.
 func newJournalRig(t *testing.T, yaml string, store state.Store, script func(run int, call caller) int) *journalRig {
 	t.Helper()
 	g := &journalRig{store: &watchedStore{Store: store}, reader: sdkmetric.NewManualReader(), script: script, t: t,
@@ -55,7 +57,10 @@ func newJournalRig(t *testing.T, yaml string, store state.Store, script func(run
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	agent := httptest.NewServer(g)
 	t.Cleanup(agent.Close)
-	g.b = startBatonWith(t, "agent: b\nupstream: "+agent.URL+"\n"+yaml, g.store,
+	if !strings.HasPrefix(yaml, "agent: ") {
+		yaml = "agent: b\n" + yaml
+	}
+	g.b = startBatonWith(t, "upstream: "+agent.URL+"\n"+yaml, g.store,
 		func(o *proxy.Options) { o.MeterProvider = mp })
 	return g
 }
@@ -294,45 +299,69 @@ func TestJournalKeepsSecretsOut(t *testing.T) {
 	}
 }
 
-// TestJournalWhatIsNotJournaled: an answer that says "try again" is not
-// journaled (the agent's retry takes its occurrence), nor one over the
-// entry cap; the receipt says why.
+// TestJournalWhatIsNotJournaled: an answer that says "try again" (a 503,
+// a 409 with Retry-After) is not journaled, and the agent's retry takes its
+// occurrence; nor is an answer over the entry cap, or one that would take
+// the handling past its cap; the receipt says why. A HEAD answer is
+// replayed with its Content-Length.
 func TestJournalWhatIsNotJournaled(t *testing.T) {
 	t.Parallel()
 	flaky := newCounter(t, func(n int64, w http.ResponseWriter, r *http.Request) {
-		if n == 1 {
+		switch {
+		case n == 1 && r.URL.Path == "/x":
 			w.WriteHeader(http.StatusServiceUnavailable)
+		case n <= 3 && r.URL.Path == "/busy":
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusConflict)
+		case r.Method == http.MethodHead:
+			w.Header().Set("Content-Length", "1234")
+			return
 		}
 		numbered(n, w, r)
 	})
-	big := newCounter(t, func(n int64, w http.ResponseWriter, _ *http.Request) {
-		w.Write(bytes.Repeat([]byte("x"), 4096))
+	big := newCounter(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		size := 4096
+		if r.URL.Path == "/medium" {
+			size = 900
+		}
+		w.Write(bytes.Repeat([]byte("x"), size))
 	})
 	var answers []string
 	hosts := flaky.host() + ", " + big.host()
-	g := newJournalRig(t, "external: {allow: ["+hosts+"]}\njournal: {hosts: ["+hosts+"], max_entry_bytes: 1024}\n", sharedStore(t)(), func(run int, call caller) int {
-		resp, b := call("GET", flaky.host(), "/x", "", nil)
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			resp, b = call("GET", flaky.host(), "/x", "", nil) // the agent retries
+	yaml := "external: {allow: [" + hosts + "]}\njournal: {hosts: [" + hosts + "], max_entry_bytes: 1024, max_handling_bytes: 1024}\n"
+	g := newJournalRig(t, yaml, sharedStore(t)(), func(run int, call caller) int {
+		for _, path := range []string{"/x", "/busy"} {
+			resp, b := call("GET", flaky.host(), path, "", nil)
+			for resp.StatusCode >= 409 { // the agent retries
+				resp, b = call("GET", flaky.host(), path, "", nil)
+			}
+			answers = append(answers, fmt.Sprint(path, " ", string(b), " ", resp.Header.Get(proxy.HeaderJournalReplayed)))
 		}
-		answers = append(answers, string(b))
+		resp, _ := call("HEAD", flaky.host(), "/h", "", nil)
+		answers = append(answers, fmt.Sprint("HEAD ", resp.ContentLength, " ", resp.Header.Get(proxy.HeaderJournalReplayed)))
 		call("GET", big.host(), "/big", "", nil)
+		call("GET", big.host(), "/medium", "", nil)
 		return failFirst(run)
 	})
 	g.handle("k-3")
 	g.handle("k-3")
-	if flaky.calls.Load() != 2 || fmt.Sprint(answers) != "[answer 2 answer 2]" {
-		t.Errorf("flaky called %d times, answers %q; want 2 and the retry's answer on both runs", flaky.calls.Load(), answers)
+	want := "[/x answer 2  /busy answer 4  HEAD 1234  /x answer 2 true /busy answer 4 true HEAD 1234 true]"
+	if fmt.Sprint(answers) != want || flaky.calls.Load() != 5 {
+		t.Errorf("flaky called %d times, answers %q; want 5 and %s", flaky.calls.Load(), answers, want)
 	}
-	if n := big.calls.Load(); n != 2 {
-		t.Errorf("the large answer was fetched %d times, want 2 (not journaled)", n)
+	if n := big.calls.Load(); n != 4 {
+		t.Errorf("the large answers were fetched %d times, want 4 (neither journaled)", n)
 	}
 	rs := g.receipts(2)
 	notes := strings.Join(rs[0].Skipped, "; ")
-	if !strings.Contains(notes, "status 503 is not journaled") || !strings.Contains(notes, "max_entry_bytes (1024)") {
-		t.Errorf("first receipt's notes: %q", notes)
+	for _, note := range []string{"status 503 says to try again", "status 409 with Retry-After says to try again",
+		"max_entry_bytes (1024)", "max_handling_bytes (1024)"} {
+		if !strings.Contains(notes, note) {
+			t.Errorf("first receipt's notes lack %q: %q", note, notes)
+		}
 	}
-	if m := g.journalCalls(); m["baton.journal.unjournaled/status"] != 1 || m["baton.journal.unjournaled/entry_cap"] != 2 {
+	m := g.journalCalls()
+	if m["baton.journal.unjournaled/status"] != 2 || m["baton.journal.unjournaled/entry_cap"] != 2 || m["baton.journal.unjournaled/handling_cap"] != 2 {
 		t.Errorf("metrics: %v", m)
 	}
 }
@@ -479,5 +508,28 @@ func TestJournalMetricsDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+name+"`") {
 			t.Errorf("docs/metrics.md does not describe `%s`", name)
 		}
+	}
+}
+
+// TestJournalIsPerAgent: two agents on one store handle handoffs with the
+// same key and make the same call with the same credentials; neither is
+// answered from the other's journal.
+func TestJournalIsPerAgent(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	search := newCounter(t, numbered)
+	var got []string
+	script := func(run int, call caller) int {
+		_, b := call("GET", search.host(), "/q", "", http.Header{"Authorization": {"Bearer shared"}})
+		got = append(got, string(b))
+		return http.StatusInternalServerError
+	}
+	b := newJournalRig(t, journalYAML(search.host()), store(), script)
+	c := newJournalRig(t, "agent: c\n"+journalYAML(search.host()), store(), script)
+	b.handle("k-same")
+	c.handle("k-same")
+	b.handle("k-same")
+	if fmt.Sprint(got) != "[answer 1 answer 2 answer 1]" || search.calls.Load() != 2 {
+		t.Errorf("answers %q after %d calls; want c's own answer, and b's re-run answered from b's journal", got, search.calls.Load())
 	}
 }

@@ -39,14 +39,17 @@ type entryMeta struct {
 	// before it and took their own answers, plus one.
 	Digest     string `json:"digest"`
 	Occurrence int    `json:"occurrence"`
-	// Destination, Method and Path (without the query, which may carry a
-	// key) are for people reading the store.
+	// Destination and Method are for people reading the store (never the
+	// path or query, which may carry a key).
 	Destination string      `json:"destination"`
 	Method      string      `json:"method"`
-	Path        string      `json:"path"`
 	Status      int         `json:"status"`
 	Header      http.Header `json:"header"`
-	At          time.Time   `json:"at"`
+	// Length is the Content-Length of an answer to HEAD, which has no body.
+	Length int64 `json:"length,omitempty"`
+	// Tokens is the model usage the answer reports (modelUsage).
+	Tokens int64     `json:"tokens,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // entry is a decoded journal entry.
@@ -109,10 +112,15 @@ func (e *entry) response(r *http.Request) *http.Response {
 		h = http.Header{}
 	}
 	h.Set(HeaderJournalReplayed, "true")
+	n := int64(len(e.body))
+	if e.Method == http.MethodHead && e.Length > 0 {
+		n = e.Length
+		h.Set("Content-Length", strconv.FormatInt(n, 10))
+	}
 	return &http.Response{
 		Status: strconv.Itoa(e.Status) + " " + http.StatusText(e.Status), StatusCode: e.Status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(e.body)), ContentLength: int64(len(e.body)), Request: r,
+		Header: h, Body: io.NopCloser(bytes.NewReader(e.body)), ContentLength: n, Request: r,
 	}
 }
 
@@ -139,10 +147,12 @@ func keptHeaders(h http.Header) http.Header {
 }
 
 // digester computes call digests: HMAC-SHA256, keyed by the journal key,
-// of the call's method, destination, target, content headers, the headers
-// listed in journal.vary, its credentials and its body. Being keyed, a
-// digest in the store says nothing of the credentials (or of anything
-// else) that went into it, and one agent's digests are not another's.
+// of the agent, the call's destination (the external host:port, or the
+// peer), method, path and query, the headers that say what is asked
+// (meaningHeaders, and those listed in journal.vary), its credentials and
+// its body. Being keyed, a digest in the store says nothing of the
+// credentials (or of anything else) that went into it, and one agent's
+// digests are not another's.
 type digester struct {
 	key  []byte
 	vary []string
@@ -161,6 +171,11 @@ func credential(name string) bool {
 		strings.Contains(l, "token") || strings.Contains(l, "secret")
 }
 
+// meaningHeaders change what a request asks for: the representation and
+// the part of it, and the conditions on it.
+var meaningHeaders = [...]string{"Content-Type", "Content-Encoding", "Accept", "Range", "If-Range",
+	"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
+
 func (d *digester) digest(agent, dest string, r *http.Request, body []byte) [sha256.Size]byte {
 	m := hmac.New(sha256.New, d.key)
 	field := func(s string) {
@@ -172,10 +187,8 @@ func (d *digester) digest(agent, dest string, r *http.Request, body []byte) [sha
 	field(agent)
 	field(dest)
 	field(r.Method)
-	field(r.URL.Scheme)
-	field(r.URL.Host)
 	field(r.URL.RequestURI())
-	for _, h := range [...]string{"Content-Type", "Content-Encoding"} {
+	for _, h := range meaningHeaders {
 		headerField(field, r.Header, h)
 	}
 	for _, h := range d.vary {

@@ -12,7 +12,7 @@ import (
 func TestEntryRoundTrip(t *testing.T) {
 	t.Parallel()
 	m := &entryMeta{Digest: strings.Repeat("ab", 32), Occurrence: 3, Destination: "api.example.com:443", Method: "POST",
-		Path: "/v1/chat", Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, At: time.Unix(1e9, 0).UTC()}
+		Status: 200, Tokens: 74, Header: http.Header{"Content-Type": {"text/event-stream"}}, At: time.Unix(1e9, 0).UTC()}
 	body := []byte("data: {\"x\":1}\n\ndata: [DONE]\n\n")
 	b, err := encodeEntry(m, body)
 	if err != nil {
@@ -22,7 +22,7 @@ func TestEntryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id.occ != 3 || id.digest[0] != 0xab || !bytes.Equal(e.body, body) || e.Header.Get("Content-Type") != "text/event-stream" || !e.At.Equal(m.At) {
+	if id.occ != 3 || id.digest[0] != 0xab || e.Tokens != 74 || !bytes.Equal(e.body, body) || e.Header.Get("Content-Type") != "text/event-stream" || !e.At.Equal(m.At) {
 		t.Errorf("decoded %+v %+v %q", e.entryMeta, id, e.body)
 	}
 	resp := e.response(httptest.NewRequest("POST", "/v1/chat", nil))
@@ -56,7 +56,8 @@ func FuzzDecodeEntry(f *testing.F) {
 }
 
 // TestDigest: a call's digest changes with what makes it another call
-// (its body, target, credentials, a vary header, the journal key) and not
+// (its body, target, credentials, what it accepts, the part of the answer
+// and the conditions it asks for, a vary header, the journal key) and not
 // with what differs between runs of the same call (trace headers, a
 // client's retry counter, its user agent).
 func TestDigest(t *testing.T) {
@@ -87,6 +88,10 @@ func TestDigest(t *testing.T) {
 		"credentials": d.digest("b", "api.example.com:80", req("/v1", "{}", "Authorization", "Bearer two"), []byte("{}")),
 		"api key":     d.digest("b", "api.example.com:80", req("/v1", "{}", "X-Goog-Api-Key", "k"), []byte("{}")),
 		"vary header": d.digest("b", "api.example.com:80", req("/v1", "{}", "Anthropic-Version", "2023-06-01"), []byte("{}")),
+		"range":       d.digest("b", "api.example.com:80", req("/v1", "{}", "Range", "bytes=10-19"), []byte("{}")),
+		"condition":   d.digest("b", "api.example.com:80", req("/v1", "{}", "If-None-Match", `"v1"`), []byte("{}")),
+		"accept":      d.digest("b", "api.example.com:80", req("/v1", "{}", "Accept", "text/event-stream"), []byte("{}")),
+		"destination": d.digest("b", "api.example.net:80", req("/v1", "{}"), []byte("{}")),
 		"agent":       d.digest("c", "api.example.com:80", req("/v1", "{}"), []byte("{}")),
 		"key":         (&digester{key: []byte("another key, 16+"), vary: d.vary}).digest("b", "api.example.com:80", req("/v1", "{}"), []byte("{}")),
 	}

@@ -30,7 +30,7 @@ type journalMetrics struct {
 	calls, savedBytes, savedTokens, writtenBytes, skipped metric.Int64Counter
 
 	mu    sync.Mutex
-	attrs map[[2]string]metric.MeasurementOption
+	attrs map[[3]string]metric.MeasurementOption
 }
 
 func newJournalMetrics(mp metric.MeterProvider) (*journalMetrics, error) {
@@ -38,7 +38,7 @@ func newJournalMetrics(mp metric.MeterProvider) (*journalMetrics, error) {
 		return nil, nil
 	}
 	mt := mp.Meter("github.com/batonproxy/baton")
-	m := &journalMetrics{attrs: map[[2]string]metric.MeasurementOption{}}
+	m := &journalMetrics{attrs: map[[3]string]metric.MeasurementOption{}}
 	var errs [5]error
 	m.calls, errs[0] = mt.Int64Counter("baton.journal.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls to journaled destinations, by result: hit (answered from the journal), miss (went out), bypass (went out without the journal)."))
@@ -61,7 +61,7 @@ func newJournalMetrics(mp metric.MeterProvider) (*journalMetrics, error) {
 // with returns the measurement option of destination dest and, when set,
 // one more label (result or reason), built once.
 func (m *journalMetrics) with(dest string, key attribute.Key, v string) metric.MeasurementOption {
-	k := [2]string{dest, v}
+	k := [3]string{dest, string(key), v}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.attrs[k]

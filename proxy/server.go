@@ -117,17 +117,11 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
-	var jr *journal
-	if c.JournalOn() {
-		key, err := journalKey(c, env, ts.signer, o.Logger)
-		if err != nil {
-			return nil, err
-		}
-		jm, err := newJournalMetrics(o.MeterProvider)
-		if err != nil {
-			return nil, err
-		}
-		jr = newJournal(c, o.Store, hs, key, jm, o.Logger)
+	jr, err := newJournal(c, o, hs, env, ts.signer)
+	if err != nil {
+		return nil, err
+	}
+	if jr != nil {
 		hs.ended = jr.ended
 	}
 	s.letters = newLetters(s.book, c.Records.Retention.D(), o.Logger, s.background)

@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/middleware"
+)
+
+// recorder passes a journaled call's answer to the agent and keeps a copy;
+// when the agent has read all of it, it is appended to the journal, before
+// the end of the answer reaches the agent. An answer cut short is not.
+type recorder struct {
+	io.ReadCloser
+	j     *journal
+	ru    *run
+	h     *middleware.Handling
+	id    callID
+	ctx   context.Context
+	meta  entryMeta
+	what  string
+	limit int64
+	buf   []byte
+	size  int64 // bytes read, kept or not
+	over  bool  // larger than limit: passed on, not kept
+	done  bool
+}
+
+func (rc *recorder) Read(p []byte) (int, error) {
+	n, err := rc.ReadCloser.Read(p)
+	rc.size += int64(n)
+	if n > 0 && !rc.over {
+		if int64(len(rc.buf)+n) > rc.limit {
+			rc.over, rc.buf = true, nil
+		} else {
+			rc.buf = append(rc.buf, p[:n]...)
+		}
+	}
+	if err == io.EOF && !rc.done {
+		rc.done = true
+		rc.finish()
+	}
+	return n, err
+}
+
+func (rc *recorder) Close() error {
+	if !rc.done {
+		rc.done = true
+		rc.ru.settle(rc.id.digest, rc.id.occ, false)
+		rc.j.skip(rc.h, rc.meta.Destination, reasonIncomplete, rc.what+": the answer was not read to its end")
+	}
+	return rc.ReadCloser.Close()
+}
+
+// finish journals the whole answer.
+func (rc *recorder) finish() {
+	dest := rc.meta.Destination
+	// The agent has its answer: the occurrence is taken whatever happens.
+	defer rc.ru.settle(rc.id.digest, rc.id.occ, true)
+	if rc.over {
+		reason, why := reasonEntryCap, "the answer is over journal.max_entry_bytes ("+strconv.FormatInt(rc.j.maxEntry, 10)+")"
+		if rc.size <= rc.j.maxEntry {
+			reason, why = reasonHandlingCap, rc.j.handlingCapNote()
+		}
+		rc.j.skip(rc.h, dest, reason, rc.what+": not journaled: "+why)
+		return
+	}
+	rc.meta.At = time.Now().UTC()
+	rc.meta.Tokens = modelUsage(rc.meta.Header.Get("Content-Type"), rc.meta.Header.Get("Content-Encoding"), rc.buf)
+	b, err := encodeEntry(&rc.meta, rc.buf)
+	if err != nil {
+		rc.j.skip(rc.h, dest, reasonStoreError, rc.what+": not journaled: "+err.Error())
+		return
+	}
+	size := int64(len(b))
+	if !rc.ru.reserve(size) {
+		rc.j.skip(rc.h, dest, reasonHandlingCap, rc.what+": not journaled: "+rc.j.handlingCapNote())
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.ctx), journalWrite)
+	defer cancel()
+	if _, err := rc.j.store.Append(ctx, rc.ru.key, b, rc.j.retention); err != nil {
+		rc.ru.unreserve(size)
+		rc.j.skip(rc.h, dest, reasonStoreError, rc.what+": not journaled: the store refused it ("+err.Error()+")")
+		rc.j.log.Warn("journal: entry not stored", "destination", dest, "error", err.Error())
+		return
+	}
+	rc.h.NoteJournal(func(s *record.JournalSummary) { s.Journaled++ })
+	rc.j.m.written(dest, size)
+}
+
+func (j *journal) handlingCapNote() string {
+	return "the handling's journal would pass journal.max_handling_bytes (" + strconv.FormatInt(j.maxHandling, 10) + ")"
+}
