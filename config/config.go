@@ -152,6 +152,9 @@ type Edge struct {
 	// (docs/journal.md): for a peer that runs no Baton, whose calls no
 	// dedupe window answers again when a chain resumes.
 	Journal bool `yaml:"journal"`
+	// MCP marks the edge as Model Context Protocol and bounds the tools it
+	// may call (docs/mcp.md).
+	MCP *MCP `yaml:"mcp"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is

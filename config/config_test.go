@@ -282,6 +282,16 @@ func TestParseInvalid(t *testing.T) {
 				`edges[1].journal: applies to outbound edges (to) only: the calling agent's Baton keeps the journal`,
 			},
 		},
+		{
+			name: "mcp tool globs",
+			in: func(*testing.T) string {
+				return minimal + "peers: {b: {url: http://127.0.0.1:1}}\nedges: [{to: b, mcp: {allow_tools: [\"search_[\"], deny_tools: [\"\"]}}]\n"
+			},
+			want: []string{
+				`edges[0].mcp.allow_tools[0]: must be a tool name or a glob like search_*, got "search_["`,
+				`edges[0].mcp.deny_tools[0]: must be a tool name or a glob like search_*, got ""`,
+			},
+		},
 		// The document as a whole.
 		{
 			name: "a list instead of a mapping",
@@ -681,12 +691,12 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "in a list item",
 			in:   minimal + "edges:\n  - {from: a}\n  - {from: b, retries: 3}\n",
-			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal (line 5)`},
+			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp (line 5)`},
 		},
 		{
 			name: "in a merged mapping",
 			in:   minimal + "edges: [{<<: {hops: 2}, from: a}]\n",
-			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal (line 3)`},
+			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp (line 3)`},
 		},
 		{
 			name: "fields filled by Validate are not keys",

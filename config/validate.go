@@ -119,6 +119,7 @@ func (c *Config) Validate() error {
 	c.validateIntercept(bad)
 	c.validateTaint(bad)
 	c.validateJournal(bad)
+	c.validateMCP(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")

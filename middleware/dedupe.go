@@ -122,7 +122,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	vs := r.Header[HeaderIdempotencyKey]
 	if len(vs) == 0 {
-		if pol.RequireKey {
+		if pol.RequireKey && !mcpNotHandoff(r, in) {
 			in.Dedupe = DedupeMissingKey
 			refuse(w, r, problem.New(r, problem.KeyRequired,
 				"edge "+in.Edge()+" requires an Idempotency-Key on "+r.Method))
@@ -169,6 +169,18 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	in.Dedupe = DedupeClaimed
 	d.deliver(w, r, in, pol, skey, pending)
+}
+
+// mcpNotHandoff reports whether the request is an MCP message other than a
+// tool call, which needs no key (mcp.go).
+func mcpNotHandoff(r *http.Request, in *Info) bool {
+	if in.RPC == nil && !in.Buffered && r.ContentLength >= 0 && r.ContentLength <= 1<<20 {
+		if body, err := readBody(r); err == nil {
+			in.Body, in.Buffered = body, true
+			sniffRPC(in, r, body)
+		}
+	}
+	return in.RPC != nil && in.RPC.MCP != nil && !in.RPC.MCP.Handoff()
 }
 
 // nonceOnly claims a signed request's nonce when the window does not cover
@@ -346,10 +358,18 @@ func fingerprint(r *http.Request, body []byte, rpc *RPC) [32]byte {
 	h := sha256.New()
 	writeField(h, r.Method)
 	writeField(h, r.URL.RequestURI())
-	if rpc != nil && rpc.MessageID != "" {
+	switch {
+	case rpc != nil && rpc.MessageID != "":
 		writeField(h, rpc.Method)
 		writeField(h, rpc.MessageID)
 		body = rpc.Parts
+	case rpc != nil && rpc.MCP != nil && !rpc.MCP.Batch && rpc.MCP.Calls[0].Method == MCPToolsCall:
+		// A tool and its arguments: not the JSON-RPC id, which a new
+		// session numbers afresh, nor _meta, which Baton rewrites.
+		c := rpc.MCP.Calls[0]
+		writeField(h, c.Method)
+		writeField(h, c.Tool)
+		body = c.Arguments
 	}
 	b := sha256.Sum256(body)
 	h.Write(b[:])

@@ -77,6 +77,15 @@ func IdempotencyKey(hs Handlings, bufferMax int64, bufferAll bool) func(http.Han
 			if (derive || bufferAll || (r.ContentLength >= 0 && r.ContentLength <= bufferMax)) && !buffer(w, r, in) {
 				return
 			}
+			if derive && in.Buffered {
+				// Of MCP messages only a tool call is a handoff (mcp.go).
+				if in.RPC == nil {
+					sniffRPC(in, r, in.Body)
+				}
+				if in.RPC != nil && in.RPC.MCP != nil && !in.RPC.MCP.Handoff() {
+					derive = false
+				}
+			}
 			if in.Handling == nil && in.Buffered && correlateA2A(hs, in, r) && in.MaxHops > 0 && in.Hop > in.MaxHops {
 				hopLimit(w, r, in)
 				return
@@ -198,6 +207,11 @@ func deriveKey(in *Info, r *http.Request, body []byte) string {
 		return keyString("a2a-", sha256.Sum256(msg))
 	}
 	digest := sha256.Sum256(body)
+	if rpc := in.RPC; rpc != nil && rpc.MCP != nil && !rpc.MCP.Batch && rpc.MCP.Calls[0].Method == MCPToolsCall {
+		// A tool and its arguments, as fingerprint has it.
+		c := rpc.MCP.Calls[0]
+		digest = sha256.Sum256(appendField(appendField(nil, c.Tool), string(c.Arguments)))
+	}
 	msg = appendField(msg, "http")
 	msg = appendField(msg, in.TraceID)
 	msg = appendField(msg, in.From)

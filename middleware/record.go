@@ -47,7 +47,7 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 			now := time.Now()
 			rec := &record.Record{
 				ID: in.RecordID, TraceID: in.TraceID, ParentID: in.ParentRecord, Side: record.Ingress,
-				From: in.From, To: in.To, Hop: in.Hop, Key: in.Key, Method: r.Method, Target: r.URL.RequestURI(),
+				From: in.From, To: in.To, Hop: in.Hop, Key: in.Key, Method: r.Method, Target: r.URL.RequestURI(), Call: in.RPC.Describe(),
 				Status: in.Status(), Attempts: 1, Created: in.Start, Updated: now,
 				Latency:   float64(now.Sub(in.Start).Microseconds()) / 1000,
 				StoppedAt: in.StoppedAt,

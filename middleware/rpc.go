@@ -20,32 +20,35 @@ type RPC struct {
 	Parts     json.RawMessage
 	// ContextID and TaskID tie an agent's later A2A calls to this one.
 	ContextID, TaskID string
+	// MCP is set on a Model Context Protocol request (mcp.go).
+	MCP *MCPRequest
 }
 
-// sniffRPC notes in in.RPC whether body is a JSON-RPC request. Bodies that
-// are not JSON objects mentioning "jsonrpc" are never parsed.
+// sniffRPC notes in in.RPC whether body is a JSON-RPC request (A2A), or a
+// Model Context Protocol message or batch (mcp.go). Bodies that are not
+// JSON mentioning "jsonrpc" are never parsed.
 func sniffRPC(in *Info, r *http.Request, body []byte) {
 	if len(body) == 0 || !strings.Contains(r.Header.Get("Content-Type"), "json") {
 		return
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' || !bytes.Contains(body, []byte(`"jsonrpc"`)) {
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') || !bytes.Contains(body, []byte(`"jsonrpc"`)) {
 		return
 	}
-	var req struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  struct {
-			Message struct {
-				MessageID string          `json:"messageId"`
-				Parts     json.RawMessage `json:"parts"`
-				ContextID string          `json:"contextId"`
-				TaskID    string          `json:"taskId"`
-			} `json:"message"`
-		} `json:"params"`
+	if trimmed[0] == '[' {
+		sniffMCPBatch(in, r, body)
+		return
 	}
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || req.Method == "" {
+	var req rpcMessage
+	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" {
+		return
+	}
+	if req.Method == "" {
+		// A response: an MCP client answering its server's request.
+		if mcpHeaders(r) && len(req.ID) > 0 {
+			in.RPC = &RPC{ID: req.ID, MCP: &MCPRequest{Calls: []MCPCall{{ID: req.ID}}}}
+			in.RPC.MCP.headers(r)
+		}
 		return
 	}
 	in.RPC = &RPC{ID: req.ID, Method: req.Method}
@@ -53,6 +56,40 @@ func sniffRPC(in *Info, r *http.Request, body []byte) {
 		m := req.Params.Message
 		in.RPC.MessageID, in.RPC.Parts, in.RPC.ContextID, in.RPC.TaskID = m.MessageID, m.Parts, m.ContextID, m.TaskID
 	}
+	if mcpHeaders(r) || mcpMethod(req.Method) {
+		in.RPC.MCP = &MCPRequest{Calls: []MCPCall{req.call()}}
+		in.RPC.MCP.headers(r)
+	}
+}
+
+// Describe names the call for records: the method, and for an MCP tool
+// call the tool.
+func (r *RPC) Describe() string {
+	if r == nil {
+		return ""
+	}
+	if r.MCP != nil {
+		return r.MCP.Describe()
+	}
+	return r.Method
+}
+
+// rpcMessage is what Baton reads of one JSON-RPC message.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Message struct {
+			MessageID string          `json:"messageId"`
+			Parts     json.RawMessage `json:"parts"`
+			ContextID string          `json:"contextId"`
+			TaskID    string          `json:"taskId"`
+		} `json:"message"`
+		// Name and Arguments are an MCP tools/call's.
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"params"`
 }
 
 // withRPCID rewrites the JSON-RPC id of a stored response (a JSON object,

@@ -54,6 +54,9 @@ const (
 	NotReady            Class = "not-ready"
 	NotFound            Class = "not-found"
 	Internal            Class = "internal"
+	BadJSONRPC          Class = "bad-json-rpc"
+	BatchTooLarge       Class = "batch-too-large"
+	ToolDenied          Class = "tool-denied"
 )
 
 type classInfo struct {
@@ -91,6 +94,9 @@ var classes = map[Class]classInfo{
 	NotReady:            {"Not ready", http.StatusServiceUnavailable, -32065},
 	NotFound:            {"Not found", http.StatusNotFound, -32601},
 	Internal:            {"Internal error", http.StatusInternalServerError, -32603},
+	BadJSONRPC:          {"Malformed JSON-RPC", http.StatusBadRequest, -32700},
+	BatchTooLarge:       {"JSON-RPC batch too large", http.StatusRequestEntityTooLarge, -32600},
+	ToolDenied:          {"Tool not allowed on this edge", http.StatusForbidden, -32076},
 }
 
 // Type returns the class's type URI.
@@ -217,7 +223,7 @@ func (d *Details) WriteRPC(w http.ResponseWriter, id json.RawMessage) {
 		Code    int      `json:"code"`
 		Message string   `json:"message"`
 		Data    *Details `json:"data"`
-	}{d.class.RPCCode(), d.Title, d}})
+	}{d.class.RPCCode(), d.rpcMessage(), d}})
 	if err != nil {
 		d.Write(w)
 		return
@@ -228,6 +234,15 @@ func (d *Details) WriteRPC(w http.ResponseWriter, id json.RawMessage) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// rpcMessage is the JSON-RPC error's message: the title and the detail,
+// since a client (an MCP or A2A SDK) often shows only the message.
+func (d *Details) rpcMessage() string {
+	if d.Detail == "" {
+		return d.Title
+	}
+	return d.Title + ": " + d.Detail
 }
 
 // Write is shorthand for New(r, c, detail).Write(w).

@@ -175,6 +175,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	mcpOut, mcpIn := mcpPolicies(c)
 	tracing := middleware.Trace(o.TracerProvider, o.Propagator)
 	var lines *middleware.LineWriter
 	if o.AccessLog != nil {
@@ -203,6 +204,7 @@ func New(o Options) (*Server, error) {
 			EdgeGrant:        func(peer string) *trust.Grant { return ts.grants[peer] },
 			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
 		}),
+		middleware.MCP(mcpOut),
 		middleware.Contract(checker, contractOut, o.Logger),
 		tainted.Egress,
 	).Handler(egressProxy)
@@ -224,6 +226,7 @@ func New(o Options) (*Server, error) {
 		}),
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book),
+		middleware.MCP(mcpIn),
 		middleware.Contract(checker, contractIn, o.Logger),
 		tainted.Ingress,
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),

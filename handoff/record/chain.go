@@ -90,7 +90,8 @@ func (r *Record) entrySize() int {
 		opt(r.ParentID != "", `,"parent_id":""`) + len(r.ParentID) + opt(r.Key != "", `,"idempotency_key":""`) + len(r.Key) +
 		opt(r.Grant != "", `,"grant":""`) + len(r.Grant) + opt(r.SenderKeyID != "", `,"sender_key_id":""`) + len(r.SenderKeyID) +
 		opt(len(r.Trust) != 0, `,"trust":[]`) + opt(r.KeySource != "", `,"key_source":""`) + len(r.KeySource) +
-		opt(r.Position != 0, `,"position":10`) + opt(r.Correlation != "", `,"correlation":""`) + len(r.Correlation)
+		opt(r.Position != 0, `,"position":10`) + opt(r.Correlation != "", `,"correlation":""`) + len(r.Correlation) +
+		opt(r.Call != "", `,"call":""`) + len(r.Call)
 	for _, t := range r.Trust {
 		n += len(t) + len(`"\u003c",`) // an untrusted label's "<-" is escaped
 	}

@@ -54,6 +54,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = appendString(b, r.Method)
 	b = append(b, `,"target":`...)
 	b = appendString(b, r.Target)
+	if r.Call != "" {
+		b = append(b, `,"call":`...)
+		b = appendString(b, r.Call)
+	}
 	b = append(b, `,"request_digest":`...)
 	b = appendString(b, r.RequestDigest)
 	if r.Envelope != nil {

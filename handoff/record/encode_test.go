@@ -31,6 +31,7 @@ var encodedFields = map[reflect.Type][]string{
 		"idempotency_key,omitempty: string",
 		"method: string",
 		"target: string",
+		"call,omitempty: string",
 		"request_digest: string",
 		"envelope,omitempty: *record.EnvelopeSummary",
 		"trust,omitempty: []string",
@@ -264,7 +265,7 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 	}
 	r.Trust = validUTF8(r.Trust)
 	for _, s := range []*string{&r.ID, &r.TraceID, &r.SpanID, &r.ParentID, (*string)(&r.Side), &r.From, &r.To,
-		&r.Key, &r.Method, &r.Target, &r.RequestDigest, &r.Grant, &r.SenderKeyID, (*string)(&r.State),
+		&r.Key, &r.Method, &r.Target, &r.Call, &r.RequestDigest, &r.Grant, &r.SenderKeyID, (*string)(&r.State),
 		&r.Outcome, &r.Error, &r.KeySource, &r.Correlation, &r.StoppedAt, &r.ResolvedBy} {
 		*s = toValidUTF8(*s)
 	}
@@ -645,7 +646,7 @@ func randRecord(rng *rand.Rand) *Record {
 	r := &Record{
 		ID: randString(rng), TraceID: randString(rng), SpanID: randString(rng), ParentID: randString(rng),
 		Side: Side(randString(rng)), From: randString(rng), To: randString(rng), Hop: randInt(rng),
-		Key: randString(rng), Method: randString(rng), Target: randString(rng),
+		Key: randString(rng), Method: randString(rng), Target: randString(rng), Call: randString(rng),
 		RequestDigest: randString(rng), Trust: randStrings(rng), Grant: randString(rng),
 		SenderKeyID: randString(rng), State: State(randString(rng)), Status: randInt(rng),
 		Attempts: randInt(rng), Latency: randFloat(rng), Outcome: randString(rng),
@@ -698,7 +699,7 @@ func FuzzRecordAppendJSON(f *testing.F) {
 		body []byte, hval, trust string, sec, nsec int64, zone int, flags uint8) {
 		r := &Record{ID: id, TraceID: hkey, From: outcome, To: hval, Hop: hop, Status: status,
 			Attempts: hop ^ status, Latency: latency, Outcome: outcome, Error: trust, KeySource: hval,
-			Position: status, Correlation: hkey, StoppedAt: id, ResolvedBy: outcome,
+			Position: status, Correlation: hkey, StoppedAt: id, ResolvedBy: outcome, Call: trust,
 			State: State(hval), Side: Side(id), Replayable: flags&1 != 0,
 			Created: time.Unix(sec, nsec).In(time.FixedZone("", zone%(1<<20))),
 			Updated: time.Unix(nsec, sec%1e9).UTC()}

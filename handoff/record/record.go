@@ -71,6 +71,9 @@ type Record struct {
 	Key      string `json:"idempotency_key,omitempty"`
 	Method   string `json:"method"`
 	Target   string `json:"target"`
+	// Call names the JSON-RPC call of an A2A or MCP handoff: its method,
+	// and for an MCP tool call the tool ("tools/call search_web").
+	Call string `json:"call,omitempty"`
 	// RequestDigest is the RFC 9530 style sha-256 of the request body.
 	RequestDigest string `json:"request_digest"`
 	// Envelope summarises the handoff envelope, when the body carries one.

@@ -1,0 +1,33 @@
+package config
+
+import (
+	"fmt"
+	"path"
+)
+
+// MCP is an edge's Model Context Protocol policy (docs/mcp.md): the edge's
+// POSTs are MCP messages, and AllowTools and DenyTools bound the tools it
+// may call, by name or glob ("search_*"). A denied tool wins over an
+// allowed one; with no allow list every tool not denied is allowed.
+type MCP struct {
+	AllowTools []string `yaml:"allow_tools"`
+	DenyTools  []string `yaml:"deny_tools"`
+}
+
+func (c *Config) validateMCP(bad badFunc) {
+	for i, e := range c.Edges {
+		if e.MCP == nil {
+			continue
+		}
+		for _, list := range []struct {
+			field string
+			globs []string
+		}{{"allow_tools", e.MCP.AllowTools}, {"deny_tools", e.MCP.DenyTools}} {
+			for k, g := range list.globs {
+				if _, err := path.Match(g, ""); err != nil || g == "" {
+					bad(fmt.Sprintf("edges[%d].mcp.%s[%d]", i, list.field, k), g, "must be a tool name or a glob like search_*")
+				}
+			}
+		}
+	}
+}

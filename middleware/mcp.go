@@ -1,0 +1,325 @@
+package middleware
+
+// MCP gives Model Context Protocol traffic (the Streamable HTTP transport:
+// JSON-RPC messages POSTed to one endpoint, answered with JSON or a
+// server-sent event stream; revisions 2025-03-26, 2025-06-18 and later) the
+// handoff semantics A2A gets, at both edges (docs/mcp.md):
+//
+//   - tools/call is a handoff: its key (by position, or from the tool and
+//     its arguments, never the JSON-RPC id or _meta), the receiver's dedupe
+//     window, records and dead letters. initialize, tools/list,
+//     resources/read, ping, notifications and the client's responses are
+//     not: they get no key and pass by every window.
+//   - each edge may allow and deny tools by name or glob (edges[].mcp); a
+//     denied call is refused before it leaves the pod, and again at the
+//     receiving Baton, with a JSON-RPC error;
+//   - W3C trace context is carried in params._meta (traceparent and
+//     tracestate, as MCP SDKs read it) as well as in headers, so that a
+//     server that reads only _meta joins the trace;
+//   - a message that says it is MCP (its headers, or its edge's mcp block)
+//     but is not JSON-RPC, and a batch of more than MaxMCPBatch messages, are
+//     refused with a JSON-RPC error and nothing is forwarded.
+//
+// Everything else passes untouched: Mcp-Session-Id, MCP-Protocol-Version,
+// GET streams and their resumption (Last-Event-ID), DELETE, and every
+// answer, streamed as it comes.
+//
+// The middleware sits at egress after IdempotencyKey and Policy (the key is
+// derived from the message as the agent sent it), and at ingress after
+// Receipt and before Dedupe. It fails closed: a message it refuses is not
+// forwarded.
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/batonproxy/baton/problem"
+)
+
+// MCP headers.
+const (
+	HeaderMCPSession  = "Mcp-Session-Id"
+	HeaderMCPProtocol = "Mcp-Protocol-Version"
+)
+
+// MaxMCPBatch bounds the messages of one JSON-RPC batch.
+const MaxMCPBatch = 64
+
+// MCPToolsCall is the method that makes a handoff.
+const MCPToolsCall = "tools/call"
+
+// MCPRequest is what Baton knows of an MCP POST: its messages (one, or a
+// batch's), and its session and protocol revision.
+type MCPRequest struct {
+	Calls            []MCPCall
+	Batch            bool
+	Session, Version string
+}
+
+// MCPCall is one JSON-RPC message of an MCP POST: a request (Method and
+// ID), a notification (Method, no ID) or a response (ID only).
+type MCPCall struct {
+	Method string
+	ID     json.RawMessage
+	// Tool and Arguments are a tools/call's.
+	Tool      string
+	Arguments json.RawMessage
+}
+
+// Handoff reports whether the POST calls a tool: a handoff, with a key and
+// the receiver's window.
+func (m *MCPRequest) Handoff() bool {
+	for _, c := range m.Calls {
+		if c.Method == MCPToolsCall {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe names the POST for records and logs: "tools/call search_web",
+// "tools/list", "batch of 3".
+func (m *MCPRequest) Describe() string {
+	if m.Batch {
+		return "batch of " + strconv.Itoa(len(m.Calls))
+	}
+	c := m.Calls[0]
+	switch {
+	case c.Method == "":
+		return "response"
+	case c.Tool != "":
+		return c.Method + " " + c.Tool
+	}
+	return c.Method
+}
+
+func (m *MCPRequest) headers(r *http.Request) {
+	m.Session, m.Version = r.Header.Get(HeaderMCPSession), r.Header.Get(HeaderMCPProtocol)
+}
+
+func (req *rpcMessage) call() MCPCall {
+	c := MCPCall{Method: req.Method, ID: req.ID}
+	if req.Method == MCPToolsCall {
+		c.Tool, c.Arguments = req.Params.Name, req.Params.Arguments
+	}
+	return c
+}
+
+// mcpHeaders reports whether the request says it is MCP by its headers.
+func mcpHeaders(r *http.Request) bool {
+	return r.Header.Get(HeaderMCPProtocol) != "" || r.Header.Get(HeaderMCPSession) != ""
+}
+
+// mcpMethod reports whether method is one of MCP's (tasks/ is not counted:
+// A2A v0.3 has tasks/get too).
+func mcpMethod(method string) bool {
+	if method == "initialize" || method == "ping" {
+		return true
+	}
+	for _, p := range [...]string{"tools/", "resources/", "prompts/", "notifications/", "completion/",
+		"logging/", "sampling/", "roots/", "elicitation/"} {
+		if strings.HasPrefix(method, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// sniffMCPBatch notes a JSON-RPC batch (an array of messages) as MCP; its
+// size is checked by the middleware.
+func sniffMCPBatch(in *Info, r *http.Request, body []byte) {
+	var msgs []rpcMessage
+	if json.Unmarshal(body, &msgs) != nil || len(msgs) == 0 {
+		return
+	}
+	m := &MCPRequest{Batch: true, Calls: make([]MCPCall, 0, min(len(msgs), MaxMCPBatch+1))}
+	for i := range msgs {
+		if msgs[i].JSONRPC != "2.0" {
+			return
+		}
+		m.Calls = append(m.Calls, msgs[i].call())
+	}
+	m.headers(r)
+	in.RPC = &RPC{ID: json.RawMessage("null"), Method: "batch", MCP: m}
+}
+
+// MCPPolicy is one edge's MCP policy: the tools it may call. Patterns are
+// path.Match globs ("search_*"); deny wins over allow, and an empty allow
+// list allows every tool not denied.
+type MCPPolicy struct {
+	On          bool // the edge is MCP: every POST on it must be JSON-RPC
+	Allow, Deny []string
+}
+
+// allows reports whether tool may be called, and the pattern that decided.
+func (p MCPPolicy) allows(tool string) (bool, string) {
+	for _, g := range p.Deny {
+		if ok, _ := path.Match(g, tool); ok {
+			return false, "denied by " + strconv.Quote(g)
+		}
+	}
+	if len(p.Allow) == 0 {
+		return true, ""
+	}
+	for _, g := range p.Allow {
+		if ok, _ := path.Match(g, tool); ok {
+			return true, ""
+		}
+	}
+	return false, "not in the edge's allowed tools"
+}
+
+// Span attributes of MCP requests (the OpenTelemetry MCP conventions).
+var (
+	attrMCPMethod  = attribute.Key("mcp.method.name")
+	attrMCPTool    = attribute.Key("gen_ai.tool.name")
+	attrMCPSession = attribute.Key("mcp.session.id")
+)
+
+// MCP returns the middleware; policy gives the MCP policy of the edge a
+// request is on (at egress the peer, at ingress the sender).
+func MCP(policy func(in *Info) MCPPolicy) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			in := info(r)
+			if r.Method != http.MethodPost || (in.Side == Egress && !in.Handoff()) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			pol := policy(in)
+			if !in.Buffered && !pol.On && !mcpHeaders(r) {
+				// Not known to be MCP, and reading the body to find out
+				// would hold up a stream: it passes as it came.
+				next.ServeHTTP(w, r)
+				return
+			}
+			if !buffer(w, r, in) {
+				return
+			}
+			sniffed := in.RPC == nil
+			if sniffed {
+				sniffRPC(in, r, in.Body)
+			}
+			m := (*MCPRequest)(nil)
+			if in.RPC != nil {
+				m = in.RPC.MCP
+			}
+			if m == nil && sniffed {
+				in.RPC = nil // not MCP: what follows finds the request as it was
+			}
+			if m == nil {
+				if pol.On || mcpHeaders(r) {
+					in.PolicyDenial = "mcp"
+					problem.New(r, problem.BadJSONRPC, "an MCP POST must be a JSON-RPC 2.0 message or batch").
+						WriteRPC(w, nil)
+					return
+				}
+				next.ServeHTTP(w, r)
+				return
+			}
+			if len(m.Calls) > MaxMCPBatch {
+				problem.New(r, problem.BatchTooLarge, "a batch may hold at most "+strconv.Itoa(MaxMCPBatch)+
+					" messages, this one holds "+strconv.Itoa(len(m.Calls))).With("max_batch", MaxMCPBatch).WriteRPC(w, nil)
+				return
+			}
+			for _, c := range m.Calls {
+				if c.Method != MCPToolsCall {
+					continue
+				}
+				if ok, why := pol.allows(c.Tool); !ok {
+					in.PolicyDenial = "tool"
+					refuse(w, r, problem.New(r, problem.ToolDenied, "tool "+strconv.Quote(c.Tool)+" on edge "+
+						in.Edge()+": "+why).With("tool", c.Tool))
+					return
+				}
+			}
+			mcpSpan(r, m)
+			if tp := r.Header.Get(HeaderTraceparent); tp != "" {
+				if body, ok := withTraceMeta(in.Body, tp, r.Header.Get("Tracestate")); ok {
+					replaceBody(r, in, body)
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func mcpSpan(r *http.Request, m *MCPRequest) {
+	span := trace.SpanFromContext(r.Context())
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{attrMCPMethod.String(m.Calls[0].Method)}
+	if m.Batch {
+		attrs[0] = attrMCPMethod.String("batch")
+	}
+	if t := m.Calls[0].Tool; t != "" && !m.Batch {
+		attrs = append(attrs, attrMCPTool.String(t))
+	}
+	if m.Session != "" {
+		attrs = append(attrs, attrMCPSession.String(m.Session))
+	}
+	span.SetAttributes(attrs...)
+}
+
+// withTraceMeta sets params._meta.traceparent (and tracestate) of every
+// request and notification in body to tp (and ts), so that a server that
+// reads trace context only from _meta joins the trace. It reports false
+// when body was left as it was.
+func withTraceMeta(body []byte, tp, ts string) ([]byte, bool) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var msgs []json.RawMessage
+		if json.Unmarshal(body, &msgs) != nil {
+			return body, false
+		}
+		changed := false
+		for i, m := range msgs {
+			if out, ok := messageWithMeta(m, tp, ts); ok {
+				msgs[i], changed = out, true
+			}
+		}
+		if !changed {
+			return body, false
+		}
+		out, err := json.Marshal(msgs)
+		return out, err == nil
+	}
+	return messageWithMeta(body, tp, ts)
+}
+
+func messageWithMeta(msg []byte, tp, ts string) ([]byte, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || m["method"] == nil {
+		return msg, false
+	}
+	params := map[string]json.RawMessage{}
+	if raw := m["params"]; raw != nil && json.Unmarshal(raw, &params) != nil {
+		return msg, false // params not an object: leave the message to its server
+	}
+	meta := map[string]json.RawMessage{}
+	if raw := params["_meta"]; raw != nil && json.Unmarshal(raw, &meta) != nil {
+		return msg, false
+	}
+	meta["traceparent"], _ = json.Marshal(tp)
+	delete(meta, "tracestate")
+	if ts != "" {
+		meta["tracestate"], _ = json.Marshal(ts)
+	}
+	var err error
+	if params["_meta"], err = json.Marshal(meta); err != nil {
+		return msg, false
+	}
+	if m["params"], err = json.Marshal(params); err != nil {
+		return msg, false
+	}
+	out, err := json.Marshal(m)
+	return out, err == nil
+}

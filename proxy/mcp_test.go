@@ -1,0 +1,202 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/batonproxy/baton/proxy"
+)
+
+// mcpTools is an MCP server whose tools count their runs.
+type mcpTools struct {
+	searches, bookings, deletes atomic.Int64
+}
+
+type searchIn struct {
+	Query string `json:"query"`
+}
+type bookIn struct {
+	Seat string `json:"seat"`
+}
+
+func (m *mcpTools) server() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "search_web", Description: "search the web"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+			n := m.searches.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+				Text: fmt.Sprintf("Result %d for %s: the venue at the old mill seats forty and has parking for twelve cars.", n, in.Query)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "delete_all", Description: "delete everything"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			m.deletes.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "book_seat", Description: "book a seat"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in bookIn) (*mcp.CallToolResult, any, error) {
+			n := m.bookings.Add(1)
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				for i := 1; i <= 3; i++ {
+					req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3})
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("booked %s (booking %d)", in.Seat, n)}}}, nil, nil
+		})
+	return s
+}
+
+// mcpPair is an MCP client agent, a, and an MCP server agent, tools, each
+// behind its Baton; what reached the server is kept.
+type mcpPair struct {
+	tools  *mcpTools
+	a, t   *baton
+	client *mcp.Client
+	mu     sync.Mutex
+	seen   []seenMCP
+	// progress counts the progress notifications the client received.
+	progress atomic.Int64
+}
+
+// seenMCP is one POST as the MCP server received it.
+type seenMCP struct {
+	header http.Header
+	body   map[string]any
+}
+
+func (p *mcpPair) received(method string) []seenMCP {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []seenMCP
+	for _, s := range p.seen {
+		if s.body["method"] == method {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// startMCPPair starts tools' Baton (toolsYAML added) and a's, which reaches
+// tools at toolsAddr(ingress) when set.
+func startMCPPair(t *testing.T, aYAML, toolsYAML string, toolsAddr func(ingress string) string) *mcpPair {
+	t.Helper()
+	p := &mcpPair{tools: &mcpTools{}}
+	srv := p.tools.server()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			var body map[string]any
+			json.Unmarshal(b, &body)
+			p.mu.Lock()
+			p.seen = append(p.seen, seenMCP{header: r.Header.Clone(), body: body})
+			p.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	store := sharedStore(t)
+	p.t = startBaton(t, "agent: tools\nupstream: "+up.URL+"\n"+toolsYAML, store())
+	addr := p.t.IngressAddr()
+	if toolsAddr != nil {
+		addr = toolsAddr(addr)
+	}
+	p.a = startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\npeers: {tools: {url: http://"+addr+"}}\n"+aYAML, store())
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1.0.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { p.progress.Add(1) }})
+	return p
+}
+
+// connect opens a session from a's agent, through a's Baton as its HTTP
+// proxy, to tools.
+func (p *mcpPair) connect(t *testing.T) *mcp.ClientSession {
+	t.Helper()
+	httpClient := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: p.a.EgressAddr()})}}
+	cs, err := p.client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: "http://tools/mcp", HTTPClient: httpClient, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connecting: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+const mcpEdges = "edges: [{to: tools, mcp: {deny_tools: [\"delete_*\"]}}]\n"
+
+// TestMCPThroughTwoBatons: the official Go SDK's client and server, each
+// behind its Baton. tools/list and initialize pass without keys; a tool
+// call gets a key and a record naming the tool, and its trace context in
+// _meta as well as headers; a streamed call delivers its progress
+// notifications as they come; a denied tool is refused before it leaves a's
+// pod with a JSON-RPC error.
+func TestMCPThroughTwoBatons(t *testing.T) {
+	t.Parallel()
+	p := startMCPPair(t, mcpEdges, "edges: [{from: a, mcp: {}}]\n", nil)
+	cs := p.connect(t)
+	ctx := context.Background()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != 3 {
+		t.Fatalf("tools/list: %v, %d tools", err, len(list.Tools))
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_web", Arguments: map[string]any{"query": "venue"}})
+	if err != nil || res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "Result 1 for venue") {
+		t.Fatalf("tools/call search_web: %v %+v", err, res)
+	}
+
+	params := &mcp.CallToolParams{Name: "book_seat", Arguments: map[string]any{"seat": "12A"}}
+	params.SetProgressToken("booking-1")
+	res, err = cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("streamed tools/call: %v %+v", err, res)
+	}
+	// The client hands notifications to its handler on its own goroutine.
+	eventually(t, "3 progress notifications reach the client", func() bool { return p.progress.Load() == 3 })
+
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_all", Arguments: map[string]any{}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -32076 || !strings.Contains(rpcErr.Message, `tool "delete_all" on edge a→tools: denied by "delete_*"`) {
+		t.Errorf("a denied tool: %v; want JSON-RPC error -32076 naming the tool and the rule", err)
+	}
+	if p.tools.deletes.Load() != 0 || len(p.received("tools/call")) != 2 {
+		t.Errorf("the denied tool ran %d times; the server got %d tool calls, want 2", p.tools.deletes.Load(), len(p.received("tools/call")))
+	}
+
+	for _, m := range []string{"initialize", "tools/list", "notifications/initialized"} {
+		for _, s := range p.received(m) {
+			if k := s.header.Get("Idempotency-Key"); k != "" {
+				t.Errorf("%s carried Idempotency-Key %s: only tool calls are handoffs", m, k)
+			}
+		}
+	}
+	for _, s := range p.received("tools/call") {
+		meta, _ := s.body["params"].(map[string]any)["_meta"].(map[string]any)
+		tp, _ := meta["traceparent"].(string)
+		if s.header.Get("Idempotency-Key") == "" || tp == "" || tp[3:35] != s.header.Get("Traceparent")[3:35] {
+			t.Errorf("tool call reached the server with key %q, _meta.traceparent %q, traceparent %q: want a key and the same trace in both",
+				s.header.Get("Idempotency-Key"), tp, s.header.Get("Traceparent"))
+		}
+	}
+	// a's records name the call; the receipt at tools is in the same trace.
+	call := p.received("tools/call")[0]
+	trace := call.header.Get("Traceparent")[3:35]
+	v := waitTrace(t, p.t.AdminAddr(), trace, func(v proxy.TraceView) bool { return len(v.Records) == 2 })
+	for _, r := range v.Records {
+		if r.Call != "tools/call search_web" {
+			t.Errorf("%s record names %q, want tools/call search_web", r.Side, r.Call)
+		}
+	}
+}
