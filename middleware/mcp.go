@@ -36,6 +36,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -183,9 +184,21 @@ var (
 	attrMCPSession = attribute.Key("mcp.session.id")
 )
 
+// MCPObserver is told of each tools/call the middleware passed on or
+// refused: its tool, its outcome (MCPOutcome*) and how long it took.
+type MCPObserver func(in *Info, tool, outcome string, d time.Duration)
+
+// Tool call outcomes, as MCPObserver is told them.
+const (
+	MCPOutcomeOK      = "ok"      // answered 2xx
+	MCPOutcomeError   = "error"   // answered otherwise, or not at all
+	MCPOutcomeRefused = "refused" // refused by this Baton: the tool is denied
+)
+
 // MCP returns the middleware; policy gives the MCP policy of the edge a
-// request is on (at egress the peer, at ingress the sender).
-func MCP(policy func(in *Info) MCPPolicy) func(http.Handler) http.Handler {
+// request is on (at egress the peer, at ingress the sender); observe, when
+// set, is told of each tool call.
+func MCP(policy func(in *Info) MCPPolicy, observe MCPObserver) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -234,6 +247,9 @@ func MCP(policy func(in *Info) MCPPolicy) func(http.Handler) http.Handler {
 					continue
 				}
 				if ok, why := pol.allows(c.Tool); !ok {
+					if observe != nil {
+						observe(in, c.Tool, MCPOutcomeRefused, 0)
+					}
 					in.PolicyDenial = "tool"
 					refuse(w, r, problem.New(r, problem.ToolDenied, "tool "+strconv.Quote(c.Tool)+" on edge "+
 						in.Edge()+": "+why).With("tool", c.Tool))
@@ -246,7 +262,15 @@ func MCP(policy func(in *Info) MCPPolicy) func(http.Handler) http.Handler {
 					replaceBody(r, in, body)
 				}
 			}
+			start := time.Now()
 			next.ServeHTTP(w, r)
+			if observe != nil && !m.Batch && m.Calls[0].Method == MCPToolsCall {
+				outcome := MCPOutcomeOK
+				if s := in.Status(); s < 200 || s > 299 || in.Err != nil {
+					outcome = MCPOutcomeError
+				}
+				observe(in, m.Calls[0].Tool, outcome, time.Since(start))
+			}
 		})
 	}
 }

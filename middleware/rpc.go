@@ -113,8 +113,8 @@ func withRPCID(body []byte, contentType string, id json.RawMessage) []byte {
 
 func rpcID(msg []byte, id json.RawMessage) []byte {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(msg, &m) != nil || m["jsonrpc"] == nil {
-		return msg
+	if json.Unmarshal(msg, &m) != nil || m["jsonrpc"] == nil || m["method"] != nil || m["id"] == nil {
+		return msg // not a response: a notification (MCP progress) keeps no id
 	}
 	m["id"] = id
 	out, err := json.Marshal(m)

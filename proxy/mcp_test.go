@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/proxy"
 )
 
@@ -197,6 +200,121 @@ func TestMCPThroughTwoBatons(t *testing.T) {
 	for _, r := range v.Records {
 		if r.Call != "tools/call search_web" {
 			t.Errorf("%s record names %q, want tools/call search_web", r.Side, r.Call)
+		}
+	}
+}
+
+// TestMCPRetriedCallRunsOnce: a gateway between the Batons loses the answer
+// to a streamed tool call after the tool ran (it answers 502). a's Baton
+// retries the call with its key; tools' Baton answers from its window,
+// progress notifications and all: the booking is made once, and the client
+// gets its result.
+func TestMCPRetriedCallRunsOnce(t *testing.T) {
+	t.Parallel()
+	var lost atomic.Bool
+	p := startMCPPair(t, mcpEdges+"retry: {attempts: 2, backoff: 5ms}\n", "edges: [{from: a, mcp: {}}]\n", func(ingress string) string {
+		target, _ := url.Parse("http://" + ingress)
+		rp := httputil.NewSingleHostReverseProxy(target)
+		gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			if bytes.Contains(b, []byte(`"book_seat"`)) && lost.CompareAndSwap(false, true) {
+				rec := httptest.NewRecorder()
+				rp.ServeHTTP(rec, r) // the tool runs; its answer goes nowhere
+				http.Error(w, "upstream reset", http.StatusBadGateway)
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		t.Cleanup(gw.Close)
+		return gw.Listener.Addr().String()
+	})
+	cs := p.connect(t)
+	params := &mcp.CallToolParams{Name: "book_seat", Arguments: map[string]any{"seat": "14C"}}
+	params.SetProgressToken("booking-2")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "booked 14C (booking 1)") {
+		t.Fatalf("tools/call: %v %+v", err, res)
+	}
+	if !lost.Load() || p.tools.bookings.Load() != 1 {
+		t.Errorf("answer lost %v; the tool ran %d times, want once", lost.Load(), p.tools.bookings.Load())
+	}
+	eventually(t, "the replayed stream's 3 progress notifications reach the client", func() bool { return p.progress.Load() == 3 })
+}
+
+// TestMCPBadInput: a POST that says it is MCP but is not JSON-RPC, and a
+// batch over the bound, are refused with JSON-RPC errors by the sending
+// Baton and by the receiving one, and nothing reaches the server.
+func TestMCPBadInput(t *testing.T) {
+	t.Parallel()
+	p := startMCPPair(t, mcpEdges, "edges: [{from: a, mcp: {}}]\n", nil)
+	batch := make([]string, middleware.MaxMCPBatch+1)
+	for i := range batch {
+		batch[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+	}
+	cases := []struct {
+		name, body string
+		code       float64
+	}{
+		{"not JSON", `{"jsonrpc":"2.0","method":`, -32700},
+		{"not JSON-RPC", `{"hello":"world"}`, -32700},
+		{"a batch over the bound", "[" + strings.Join(batch, ",") + "]", -32600},
+	}
+	for _, c := range cases {
+		for _, via := range []struct{ name, addr, agent string }{{"egress", p.a.EgressAddr(), ""}, {"ingress", p.t.IngressAddr(), "a"}} {
+			t.Run(c.name+" at "+via.name, func(t *testing.T) {
+				hdr := http.Header{"Content-Type": {"application/json"}, "Mcp-Protocol-Version": {"2025-06-18"}}
+				if via.agent != "" {
+					hdr.Set("Baton-Agent", via.agent)
+				}
+				resp := send(t, via.addr, "tools", "POST", "/mcp", c.body, hdr)
+				var doc struct {
+					Error struct {
+						Code    float64
+						Message string
+					}
+				}
+				json.NewDecoder(resp.Body).Decode(&doc)
+				if doc.Error.Code != c.code || doc.Error.Message == "" {
+					t.Errorf("%d %+v; want JSON-RPC error %v", resp.StatusCode, doc, c.code)
+				}
+			})
+		}
+	}
+	if n := len(p.seen); n != 0 {
+		t.Errorf("the server received %d of them, want none", n)
+	}
+}
+
+// TestMCPMetricsDocumented: tool calls are counted per tool and outcome,
+// and timed, under the names docs/metrics.md gives.
+func TestMCPMetricsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startMCPPair(t, "", "edges: [{from: a, mcp: {}}]\n", nil)
+	a := startMetered(t, "agent: a\nupstream: http://127.0.0.1:1\npeers: {tools: {url: http://"+p.t.IngressAddr()+"}}\n"+mcpEdges)
+	p.a = &baton{Server: a.Server, log: a.logs}
+	cs := p.connect(t)
+	ctx := context.Background()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_web", Arguments: map[string]any{"query": "q"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_all", Arguments: map[string]any{}})
+	s := scrapeMetrics(t, a.AdminAddr())
+	edge := func(tool, outcome string) map[string]string {
+		return map[string]string{"from": "a", "to": "tools", "side": "egress", "tool": tool, "outcome": outcome}
+	}
+	s.check(t, "a", []expect{
+		{"baton_mcp_tool_calls_total", edge("search_web", "ok"), 1},
+		{"baton_mcp_tool_calls_total", edge("delete_all", "refused"), 1},
+		{"baton_mcp_tool_call_duration_seconds_count", map[string]string{"tool": "search_web"}, 1},
+	})
+	for _, name := range []string{"baton_mcp_tool_calls_total", "baton_mcp_tool_call_duration_seconds"} {
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/metrics.md does not describe `%s`", name)
 		}
 	}
 }

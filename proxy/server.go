@@ -176,6 +176,10 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	mcpOut, mcpIn := mcpPolicies(c)
+	mm, err := newMCPMetrics(o.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
 	tracing := middleware.Trace(o.TracerProvider, o.Propagator)
 	var lines *middleware.LineWriter
 	if o.AccessLog != nil {
@@ -204,7 +208,7 @@ func New(o Options) (*Server, error) {
 			EdgeGrant:        func(peer string) *trust.Grant { return ts.grants[peer] },
 			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
 		}),
-		middleware.MCP(mcpOut),
+		middleware.MCP(mcpOut, mm.observe),
 		middleware.Contract(checker, contractOut, o.Logger),
 		tainted.Egress,
 	).Handler(egressProxy)
@@ -226,7 +230,7 @@ func New(o Options) (*Server, error) {
 		}),
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book),
-		middleware.MCP(mcpIn),
+		middleware.MCP(mcpIn, mm.observe),
 		middleware.Contract(checker, contractIn, o.Logger),
 		tainted.Ingress,
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
