@@ -188,8 +188,8 @@ func TestMCPThroughTwoBatons(t *testing.T) {
 	for _, s := range p.received("tools/call") {
 		meta, _ := s.body["params"].(map[string]any)["_meta"].(map[string]any)
 		tp, _ := meta["traceparent"].(string)
-		if s.header.Get("Idempotency-Key") == "" || tp == "" || tp[3:35] != s.header.Get("Traceparent")[3:35] {
-			t.Errorf("tool call reached the server with key %q, _meta.traceparent %q, traceparent %q: want a key and the same trace in both",
+		if s.header.Get("Idempotency-Key") == "" || tp == "" || tp != s.header.Get("Traceparent") {
+			t.Errorf("tool call reached the server with key %q, _meta.traceparent %q, traceparent %q: want a key and the same span in both",
 				s.header.Get("Idempotency-Key"), tp, s.header.Get("Traceparent"))
 		}
 	}
