@@ -12,12 +12,19 @@ import (
 type MCP struct {
 	AllowTools []string `yaml:"allow_tools"`
 	DenyTools  []string `yaml:"deny_tools"`
+	// UntrustedResults takes the results of the edge's tool calls as
+	// untrusted content (a server whose tools fetch the web): labelled, and
+	// followed into later handoffs. Outbound edges only.
+	UntrustedResults bool `yaml:"untrusted_results"`
 }
 
 func (c *Config) validateMCP(bad badFunc) {
 	for i, e := range c.Edges {
 		if e.MCP == nil {
 			continue
+		}
+		if e.MCP.UntrustedResults && e.From != "" {
+			bad(fmt.Sprintf("edges[%d].mcp.untrusted_results", i), nil, "applies to outbound edges (to) only: the calling agent's Baton receives the results")
 		}
 		for _, list := range []struct {
 			field string

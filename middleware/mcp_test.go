@@ -3,6 +3,7 @@ package middleware
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -131,6 +132,31 @@ func FuzzMCPMessage(f *testing.F) {
 			t.Fatalf("the rewrite changed the calls: %s → %s", body, out)
 		}
 	})
+}
+
+// TestToolResultTexts: the text of a result, from JSON or a stream, once
+// the result is whole; notifications and partial events give none.
+func TestToolResultTexts(t *testing.T) {
+	t.Parallel()
+	result := `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"page one"},{"type":"image","data":"x"},{"type":"text","text":"page two"}]}}`
+	progress := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`
+	tests := []struct {
+		name, body string
+		want       string
+	}{
+		{"json", result, "[page one page two]"},
+		{"json, partial", result[:40], "[]"},
+		{"stream", "event: message\ndata: " + progress + "\n\nevent: message\ndata: " + result + "\n\n", "[page one page two]"},
+		{"stream, crlf", "data: " + result + "\r\n\r\n", "[page one page two]"},
+		{"stream, the result's event not ended", "data: " + progress + "\n\ndata: " + result + "\n", "[]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fmt.Sprint(toolResultTexts(completeResult([]byte(tt.body)))); got != tt.want {
+				t.Errorf("%s, want %s", got, tt.want)
+			}
+		})
+	}
 }
 
 // BenchmarkMCP is the per-call cost of MCP awareness at one Baton: parsing

@@ -43,6 +43,9 @@ type TaintOptions struct {
 	Config config.Taint
 	// Modes returns the inbound edge's delivery mode and injection action.
 	Modes func(in *Info) (mode, onInjection string)
+	// UntrustedResults reports whether the results of MCP tool calls on the
+	// request's outbound edge are untrusted content (untrusted_mcp.go).
+	UntrustedResults func(in *Info) bool
 	Log   *slog.Logger
 }
 
@@ -156,7 +159,7 @@ func (t *Taint) Egress(next http.Handler) http.Handler {
 		}
 		kind := kindOf(r.Header.Get("Content-Type"))
 		if kind == notText {
-			next.ServeHTTP(w, r)
+			t.handoff(next, w, r, in)
 			return
 		}
 		var labels trust.Labels
@@ -183,7 +186,7 @@ func (t *Taint) Egress(next http.Handler) http.Handler {
 			labels = t.decisions.settle(in, labels)
 		}
 		if labels.Empty() {
-			next.ServeHTTP(w, r)
+			t.handoff(next, w, r, in)
 			return
 		}
 		// The body is rewritten only when Baton found copies the agent did
@@ -196,8 +199,18 @@ func (t *Taint) Egress(next http.Handler) http.Handler {
 		}
 		r.Header.Set(trust.HeaderTrust, labels.String())
 		in.Labels = &labels
-		next.ServeHTTP(w, r)
+		t.handoff(next, w, r, in)
 	})
+}
+
+// handoff passes the handoff on, taking a tool call's result as untrusted
+// content when its edge says so (untrusted_mcp.go).
+func (t *Taint) handoff(next http.Handler, w http.ResponseWriter, r *http.Request, in *Info) {
+	if tool, ok := t.untrustedResult(in); ok {
+		t.untrustedToolCall(next, w, r, in, tool)
+		return
+	}
+	next.ServeHTTP(w, r)
 }
 
 // labelOutbound finds the spans of an outbound body that copy untrusted text

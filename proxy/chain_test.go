@@ -293,8 +293,10 @@ func TestChainDeadPeerResumesWithAutoReplay(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || dl == "" || key == "" {
 		t.Fatalf("first run: %d, Baton-Dead-Letter %q, Idempotency-Key %q", resp.StatusCode, dl, key)
 	}
-	if r := adminRecord(t, bB.AdminAddr(), dl); r.To != "d" || r.State != record.Dead || r.Attempts != 3 {
-		t.Fatalf("dead letter %s: →%s %s after %d attempts; want →d dead after 3", dl, r.To, r.State, r.Attempts)
+	// auto_replay may already be at work on it (the breaker opens for only
+	// 100ms): dead, or being replayed, after its 3 attempts.
+	if r := adminRecord(t, bB.AdminAddr(), dl); r.To != "d" || (r.State != record.Dead && r.State != record.Replayed) || r.Attempts < 3 {
+		t.Fatalf("dead letter %s: →%s %s after %d attempts; want →d dead (or being replayed) after 3", dl, r.To, r.State, r.Attempts)
 	}
 
 	up()

@@ -23,3 +23,15 @@ func mcpPolicies(c *config.Config) (out, in func(*middleware.Info) middleware.MC
 	return func(i *middleware.Info) middleware.MCPPolicy { return to[i.To] },
 		func(i *middleware.Info) middleware.MCPPolicy { return from[i.From] }
 }
+
+// untrustedResults reports whether a request's outbound edge takes tool
+// results as untrusted (edges[].mcp.untrusted_results).
+func untrustedResults(c *config.Config) func(*middleware.Info) bool {
+	peers := map[string]bool{}
+	for _, e := range c.Edges {
+		if e.To != "" && e.MCP != nil && e.MCP.UntrustedResults {
+			peers[e.To] = true
+		}
+	}
+	return func(in *middleware.Info) bool { return peers[in.To] }
+}

@@ -93,8 +93,8 @@ func (p *mcpPair) received(method string) []seenMCP {
 }
 
 // startMCPPair starts tools' Baton (toolsYAML added) and a's, which reaches
-// tools at toolsAddr(ingress) when set.
-func startMCPPair(t *testing.T, aYAML, toolsYAML string, toolsAddr func(ingress string) string) *mcpPair {
+// tools at toolsAddr(ingress) when set, and morePeers besides.
+func startMCPPair(t *testing.T, aYAML, toolsYAML string, toolsAddr func(ingress string) string, morePeers map[string]string) *mcpPair {
 	t.Helper()
 	p := &mcpPair{tools: &mcpTools{}}
 	srv := p.tools.server()
@@ -118,7 +118,11 @@ func startMCPPair(t *testing.T, aYAML, toolsYAML string, toolsAddr func(ingress 
 	if toolsAddr != nil {
 		addr = toolsAddr(addr)
 	}
-	p.a = startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\npeers: {tools: {url: http://"+addr+"}}\n"+aYAML, store())
+	peers := map[string]string{"tools": addr}
+	for name, a := range morePeers {
+		peers[name] = a
+	}
+	p.a = startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(peers)+aYAML, store())
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1.0.0"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { p.progress.Add(1) }})
 	return p
@@ -148,7 +152,7 @@ const mcpEdges = "edges: [{to: tools, mcp: {deny_tools: [\"delete_*\"]}}]\n"
 // pod with a JSON-RPC error.
 func TestMCPThroughTwoBatons(t *testing.T) {
 	t.Parallel()
-	p := startMCPPair(t, mcpEdges, "edges: [{from: a, mcp: {}}]\n", nil)
+	p := startMCPPair(t, mcpEdges, "edges: [{from: a, mcp: {}}]\n", nil, nil)
 	cs := p.connect(t)
 	ctx := context.Background()
 	list, err := cs.ListTools(ctx, nil)
@@ -228,7 +232,7 @@ func TestMCPRetriedCallRunsOnce(t *testing.T) {
 		}))
 		t.Cleanup(gw.Close)
 		return gw.Listener.Addr().String()
-	})
+	}, nil)
 	cs := p.connect(t)
 	params := &mcp.CallToolParams{Name: "book_seat", Arguments: map[string]any{"seat": "14C"}}
 	params.SetProgressToken("booking-2")
@@ -247,7 +251,7 @@ func TestMCPRetriedCallRunsOnce(t *testing.T) {
 // Baton and by the receiving one, and nothing reaches the server.
 func TestMCPBadInput(t *testing.T) {
 	t.Parallel()
-	p := startMCPPair(t, mcpEdges, "edges: [{from: a, mcp: {}}]\n", nil)
+	p := startMCPPair(t, mcpEdges, "edges: [{from: a, mcp: {}}]\n", nil, nil)
 	batch := make([]string, middleware.MaxMCPBatch+1)
 	for i := range batch {
 		batch[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
@@ -294,7 +298,7 @@ func TestMCPMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startMCPPair(t, "", "edges: [{from: a, mcp: {}}]\n", nil)
+	p := startMCPPair(t, "", "edges: [{from: a, mcp: {}}]\n", nil, nil)
 	a := startMetered(t, "agent: a\nupstream: http://127.0.0.1:1\npeers: {tools: {url: http://"+p.t.IngressAddr()+"}}\n"+mcpEdges)
 	p.a = &baton{Server: a.Server, log: a.logs}
 	cs := p.connect(t)
@@ -316,5 +320,64 @@ func TestMCPMetricsDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+name+"`") {
 			t.Errorf("docs/metrics.md does not describe `%s`", name)
 		}
+	}
+}
+
+// headerTap keeps the response headers of the requests it sends.
+type headerTap struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	seen []http.Header
+}
+
+func (h *headerTap) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.next.RoundTrip(r)
+	if err == nil {
+		h.mu.Lock()
+		h.seen = append(h.seen, resp.Header.Clone())
+		h.mu.Unlock()
+	}
+	return resp, err
+}
+
+// TestMCPUntrustedResults: on an edge whose tools fetch the web, a tool's
+// result reaches the agent labelled untrusted, and when the agent copies
+// it into a handoff to another agent, that handoff arrives labelled with
+// the tool as its source.
+func TestMCPUntrustedResults(t *testing.T) {
+	t.Parallel()
+	var writerGot seen
+	writer := httptest.NewServer(writerGot.handler(200, `{"ok":true}`))
+	t.Cleanup(writer.Close)
+	wB := startBaton(t, "agent: writer\nupstream: "+writer.URL+"\n", nil)
+	p := startMCPPair(t, "edges: [{to: tools, mcp: {untrusted_results: true}}, {to: writer}]\n", "", nil,
+		map[string]string{"writer": wB.IngressAddr()})
+	tap := &headerTap{next: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: p.a.EgressAddr()})}}
+	cs, err := p.client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: "http://tools/mcp", HTTPClient: &http.Client{Transport: tap}, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_web", Arguments: map[string]any{"query": "venue"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	tap.mu.Lock()
+	label := tap.seen[len(tap.seen)-1].Get("Baton-Trust")
+	tap.mu.Unlock()
+	if label != `untrusted=("/result";src="mcp://tools/search_web")` {
+		t.Errorf("the tool's answer is labelled %q", label)
+	}
+
+	body, _ := json.Marshal(map[string]string{"note": "my own words about the offsite", "found": text})
+	resp := send(t, p.a.EgressAddr(), "writer", "POST", "/draft", string(body), http.Header{"Content-Type": {"application/json"}})
+	if resp.StatusCode != 200 {
+		t.Fatalf("handoff to writer: %d", resp.StatusCode)
+	}
+	got := writerGot.last(t).Header.Get("Baton-Trust")
+	if !strings.Contains(got, `"/found";src="mcp://tools/search_web"`) || strings.Contains(got, `"/note"`) {
+		t.Errorf("writer's Baton-Trust = %q: want /found labelled from the tool, /note not", got)
 	}
 }

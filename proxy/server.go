@@ -194,6 +194,7 @@ func New(o Options) (*Server, error) {
 			e, _ := c.InEdge(in.From)
 			return e.UntrustedMode()
 		},
+		UntrustedResults: untrustedResults(c),
 	})
 	eg := chi.Chain(
 		middleware.AccessLogTo(lines, o.Logger, middleware.Egress, c.Agent),
