@@ -46,7 +46,7 @@ type TaintOptions struct {
 	// UntrustedResults reports whether the results of MCP tool calls on the
 	// request's outbound edge are untrusted content (untrusted_mcp.go).
 	UntrustedResults func(in *Info) bool
-	Log   *slog.Logger
+	Log              *slog.Logger
 }
 
 // Taint is the untrusted-content middleware pair.
