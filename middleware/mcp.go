@@ -31,7 +31,9 @@ package middleware
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"path"
 	"strconv"
@@ -195,13 +197,36 @@ const (
 	MCPOutcomeRefused = "refused" // refused by this Baton: the tool is denied
 )
 
-// MCP returns the middleware; policy gives the MCP policy of the edge a
-// request is on (at egress the peer, at ingress the sender); observe, when
-// set, is told of each tool call.
-func MCP(policy func(in *Info) MCPPolicy, observe MCPObserver) func(http.Handler) http.Handler {
+// MCPSessions knows which agent opened each MCP session the local agent
+// serves (ingress).
+type MCPSessions interface {
+	// Owner returns the agent that opened session sid, or "" when it is
+	// not known.
+	Owner(ctx context.Context, sid string) (string, error)
+}
+
+// MCPOptions configure the middleware.
+type MCPOptions struct {
+	// Policy gives the MCP policy of the edge a request is on: at egress
+	// the peer's, at ingress the sender's.
+	Policy func(in *Info) MCPPolicy
+	// Observe, when set, is told of each tool call.
+	Observe MCPObserver
+	// Sessions, when set (ingress), refuses a request in a session another
+	// agent opened.
+	Sessions MCPSessions
+	Log      *slog.Logger
+}
+
+// MCP returns the middleware.
+func MCP(o MCPOptions) func(http.Handler) http.Handler {
+	policy, observe := o.Policy, o.Observe
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
+			if o.Sessions != nil && !sessionOwned(w, r, in, o) {
+				return
+			}
 			if r.Method != http.MethodPost || (in.Side == Egress && !in.Handoff()) {
 				next.ServeHTTP(w, r)
 				return
@@ -273,6 +298,33 @@ func MCP(policy func(in *Info) MCPPolicy, observe MCPObserver) func(http.Handler
 			}
 		})
 	}
+}
+
+// sessionOwned refuses, and reports false for, a request whose
+// Mcp-Session-Id names a session another agent opened: a session id is a
+// bearer credential, and one agent's must not serve another. A session
+// Baton does not know passes (the server answers for it); so does one it
+// cannot look up, the store being down (logged).
+func sessionOwned(w http.ResponseWriter, r *http.Request, in *Info, o MCPOptions) bool {
+	sid := r.Header.Get(HeaderMCPSession)
+	if sid == "" {
+		return true
+	}
+	owner, err := o.Sessions.Owner(r.Context(), sid)
+	if err != nil {
+		if o.Log != nil {
+			o.Log.LogAttrs(r.Context(), slog.LevelWarn, "mcp: session owner not looked up; the request passes",
+				slog.String("edge", in.Edge()), slog.String("error", err.Error()))
+		}
+		return true
+	}
+	if owner == "" || owner == in.From {
+		return true
+	}
+	in.PolicyDenial = "session"
+	problem.New(r, problem.SessionNotYours, "Mcp-Session-Id names a session that agent "+strconv.Quote(owner)+
+		" opened, not "+strconv.Quote(in.From)).WriteRPC(w, nil)
+	return false
 }
 
 func mcpSpan(r *http.Request, m *MCPRequest) {

@@ -164,7 +164,7 @@ func TestToolResultTexts(t *testing.T) {
 // middleware.
 func BenchmarkMCP(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search_web","arguments":{"query":"venues near the old mill","limit":10},"_meta":{"progressToken":"p-42"}}}`)
-	h := MCP(func(*Info) MCPPolicy { return MCPPolicy{On: true, Deny: []string{"delete_*"}} }, nil)(
+	h := MCP(MCPOptions{Policy: func(*Info) MCPPolicy { return MCPPolicy{On: true, Deny: []string{"delete_*"}} }})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	w := &benchWriter{h: http.Header{}}
 	b.ReportAllocs()

@@ -57,6 +57,7 @@ const (
 	BadJSONRPC          Class = "bad-json-rpc"
 	BatchTooLarge       Class = "batch-too-large"
 	ToolDenied          Class = "tool-denied"
+	SessionNotYours     Class = "session-not-yours"
 )
 
 type classInfo struct {
@@ -97,6 +98,7 @@ var classes = map[Class]classInfo{
 	BadJSONRPC:          {"Malformed JSON-RPC", http.StatusBadRequest, -32700},
 	BatchTooLarge:       {"JSON-RPC batch too large", http.StatusRequestEntityTooLarge, -32600},
 	ToolDenied:          {"Tool not allowed on this edge", http.StatusForbidden, -32076},
+	SessionNotYours:     {"MCP session of another agent", http.StatusForbidden, -32077},
 }
 
 // Type returns the class's type URI.

@@ -381,3 +381,43 @@ func TestMCPUntrustedResults(t *testing.T) {
 		t.Errorf("writer's Baton-Trust = %q: want /found labelled from the tool, /note not", got)
 	}
 }
+
+// TestMCPSessionOfAnotherAgent: a session id is a bearer credential. The
+// server's Baton binds each session to the agent that opened it; agent c,
+// presenting a's session id, is refused with a JSON-RPC error and nothing
+// reaches the server, while a goes on using it.
+func TestMCPSessionOfAnotherAgent(t *testing.T) {
+	t.Parallel()
+	p := startMCPPair(t, "", "edges: [{from: a, mcp: {}}, {from: c, mcp: {}}]\n", nil, nil)
+	cs := p.connect(t)
+	ctx := context.Background()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	sid := p.received("tools/list")[0].header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatal("the server gave no session id")
+	}
+	cB := startBaton(t, "agent: c\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"tools": p.t.IngressAddr()}), nil)
+	before := len(p.received("tools/call"))
+	resp := send(t, cB.EgressAddr(), "tools", "POST", "/mcp",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book_seat","arguments":{"seat":"1A"}}}`,
+		http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+			"Mcp-Session-Id": {sid}, "Mcp-Protocol-Version": {"2025-06-18"}})
+	var doc struct {
+		Error struct {
+			Code    float64
+			Message string
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&doc)
+	if doc.Error.Code != -32077 || !strings.Contains(doc.Error.Message, `opened, not "c"`) {
+		t.Errorf("c with a's session: %d %+v; want JSON-RPC error -32077", resp.StatusCode, doc)
+	}
+	if n := len(p.received("tools/call")); n != before || p.tools.bookings.Load() != 0 {
+		t.Errorf("the server got %d more tool calls and booked %d times; want none", n-before, p.tools.bookings.Load())
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_web", Arguments: map[string]any{"query": "q"}}); err != nil {
+		t.Errorf("a in its own session: %v", err)
+	}
+}

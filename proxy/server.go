@@ -117,6 +117,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
+	sessions := newMCPSessions(c.Agent, o.Store, o.Logger)
 	jr, err := newJournal(c, o, hs, env, ts.signer)
 	if err != nil {
 		return nil, err
@@ -161,7 +162,10 @@ func New(o Options) (*Server, error) {
 			pr.SetURL(s.tp.upstreamFor(pr.In.Context(), upstream))
 		},
 		Transport:      memoryBody{measureClient(sm.m, peerTransport, upstream.Hostname())},
-		ModifyResponse: ingressAnswer,
+		ModifyResponse: func(resp *http.Response) error {
+			sessions.bind(resp)
+			return ingressAnswer(resp)
+		},
 		BufferPool:     pool,
 		ErrorHandler:   errorHandler,
 		ErrorLog:       errLog,
@@ -209,7 +213,7 @@ func New(o Options) (*Server, error) {
 			EdgeGrant:        func(peer string) *trust.Grant { return ts.grants[peer] },
 			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
 		}),
-		middleware.MCP(mcpOut, mm.observe),
+		middleware.MCP(middleware.MCPOptions{Policy: mcpOut, Observe: mm.observe, Log: o.Logger}),
 		middleware.Contract(checker, contractOut, o.Logger),
 		tainted.Egress,
 	).Handler(egressProxy)
@@ -231,7 +235,7 @@ func New(o Options) (*Server, error) {
 		}),
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book),
-		middleware.MCP(mcpIn, mm.observe),
+		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: sessions, Log: o.Logger}),
 		middleware.Contract(checker, contractIn, o.Logger),
 		tainted.Ingress,
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),

@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/state"
+)
+
+// mcpSessionTTL is how long Baton remembers who opened an MCP session.
+const mcpSessionTTL = 24 * time.Hour
+
+// mcpSessions remembers, for the MCP server this Baton fronts, which agent
+// opened each session: a session id the server gives in answer to a request
+// that carried none is bound to the request's sender, in the process and in
+// the store (so that replicas agree). middleware.MCP refuses a request that
+// names another agent's session (docs/mcp.md).
+type mcpSessions struct {
+	agent string
+	store state.Store
+	log   *slog.Logger
+	known *fifo[string]
+}
+
+func newMCPSessions(agent string, store state.Store, log *slog.Logger) *mcpSessions {
+	return &mcpSessions{agent: agent, store: store, log: log, known: newFIFO[string](1<<16, mcpSessionTTL)}
+}
+
+func (s *mcpSessions) key(sid string) string { return "mcp/session/" + s.agent + "/" + sid }
+
+// Owner implements middleware.MCPSessions.
+func (s *mcpSessions) Owner(ctx context.Context, sid string) (string, error) {
+	if owner, ok := s.known.get(sid); ok {
+		return owner, nil
+	}
+	v, err := s.store.Get(ctx, s.key(sid))
+	if errors.Is(err, state.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s.known.set(sid, string(v))
+	return string(v), nil
+}
+
+// bind notes the session an answer opened: one that names a session its
+// request did not.
+func (s *mcpSessions) bind(resp *http.Response) {
+	sid := resp.Header.Get(middleware.HeaderMCPSession)
+	if sid == "" || resp.Request == nil || resp.Request.Header.Get(middleware.HeaderMCPSession) != "" {
+		return
+	}
+	in := middleware.InfoFromContext(resp.Request.Context())
+	if in == nil || in.From == "" {
+		return
+	}
+	s.known.set(sid, in.From)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Set(ctx, s.key(sid), []byte(in.From), mcpSessionTTL); err != nil {
+		s.log.Warn("mcp: session owner not stored; other replicas will not know it", "agent", in.From, "error", err.Error())
+	}
+}
