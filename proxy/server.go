@@ -161,14 +161,14 @@ func New(o Options) (*Server, error) {
 			}
 			pr.SetURL(s.tp.upstreamFor(pr.In.Context(), upstream))
 		},
-		Transport:      memoryBody{measureClient(sm.m, peerTransport, upstream.Hostname())},
+		Transport: memoryBody{measureClient(sm.m, peerTransport, upstream.Hostname())},
 		ModifyResponse: func(resp *http.Response) error {
 			sessions.bind(resp)
 			return ingressAnswer(resp)
 		},
-		BufferPool:     pool,
-		ErrorHandler:   errorHandler,
-		ErrorLog:       errLog,
+		BufferPool:   pool,
+		ErrorHandler: errorHandler,
+		ErrorLog:     errLog,
 	}
 
 	checker, err := handoff.NewChecker()
