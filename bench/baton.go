@@ -70,6 +70,8 @@ type batonSpec struct {
 	noRecords bool
 	// noContract turns the envelope contract off (contract: {mode: off}).
 	noContract bool
+	// mcp marks its edges MCP (mcp: {}).
+	mcp bool
 	// redisURL, when set, makes Redis the store, with keys under redisPrefix.
 	redisURL    string
 	redisPrefix string
@@ -106,9 +108,15 @@ func (s batonSpec) yaml() string {
 		b.WriteString("edges:\n")
 		for _, p := range s.edgesTo {
 			fmt.Fprintf(&b, "  - to: %s\n", p)
+			if s.mcp {
+				b.WriteString("    mcp: {}\n")
+			}
 		}
 		for _, p := range s.edgeFrom {
 			fmt.Fprintf(&b, "  - from: %s\n", p)
+			if s.mcp {
+				b.WriteString("    mcp: {}\n")
+			}
 		}
 	}
 	return b.String()

@@ -119,7 +119,7 @@ func TestBatonConfigs(t *testing.T) {
 
 	// What each 2hop row means, written out rather than derived from twoHops.
 	type want struct {
-		dedupeB, records, redisA, redisB bool
+		dedupeB, records, redisA, redisB, mcp bool
 	}
 	wants := map[string]want{
 		rowBaton2:                   {dedupeB: true, records: true},
@@ -130,6 +130,7 @@ func TestBatonConfigs(t *testing.T) {
 		rowBaton2RedisNoRecords:     {dedupeB: true, redisB: true},
 		rowBaton2RedisBoth:          {dedupeB: true, records: true, redisA: true, redisB: true},
 		rowBaton2RedisBothNoRecords: {dedupeB: true, redisA: true, redisB: true},
+		rowBaton2MCP:                {dedupeB: true, records: true, mcp: true},
 	}
 	if len(wants) != len(twoHops) {
 		t.Errorf("twoHops has %d rows, the test expects %d", len(twoHops), len(wants))
@@ -173,6 +174,11 @@ func TestBatonConfigs(t *testing.T) {
 			}
 			if w.redisA && w.redisB && ca.Store.Redis.Prefix == cb.Store.Redis.Prefix {
 				t.Errorf("A and B share the Redis prefix %q, want one each", ca.Store.Redis.Prefix)
+			}
+			outA, _ := ca.OutEdge("bench-b")
+			inB, _ := cb.InEdge("bench-a")
+			if (outA.MCP != nil) != w.mcp || (inB.MCP != nil) != w.mcp {
+				t.Errorf("edges MCP: A %v, B %v; want %v", outA.MCP != nil, inB.MCP != nil, w.mcp)
 			}
 			if ca.Agent != "bench-a" || cb.Agent != "bench-b" {
 				t.Errorf("agents %q, %q; want bench-a, bench-b", ca.Agent, cb.Agent)

@@ -29,6 +29,9 @@ func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
 		row.Instances = append(row.Instances, st)
 	}
 	w := wrkRun{bin: h.wrk, threads: h.o.threads, conns: h.o.conns, script: h.script, url: ep.url, host: ep.host}
+	if ep.script != "" {
+		w.script = ep.script
+	}
 	if h.o.warmup > 0 {
 		w.dur = h.o.warmup
 		if _, err := w.run(ctx); err != nil {
@@ -164,14 +167,14 @@ func (h *harness) afterWarmup(ctx context.Context, ep *endpoint, row *Row) error
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		first = probe(ep.url, ep.host, h.body)
+		first = probe(ep.url, ep.host, ep.bodyOr(h.body))
 	}
 	if first == nil {
 		return nil
 	}
 	start := time.Now()
 	_, err := poll(ctx, nil, 250*time.Millisecond, recoverWithin, "the path after the warmup", func() error {
-		if err := probe(ep.url, ep.host, h.body); err != nil {
+		if err := probe(ep.url, ep.host, ep.bodyOr(h.body)); err != nil {
 			return fmt.Errorf("%w: %v", errNotYet, err)
 		}
 		return nil

@@ -22,6 +22,8 @@ type harness struct {
 
 	body      []byte
 	script    string
+	mcpBody   []byte // the baton-2hop-mcp row's body, and its script
+	mcpScript string
 	agent     *child
 	agentAddr string
 	batonBin  string
@@ -32,8 +34,11 @@ type harness struct {
 // processes are the proxy being measured, and which other processes the row
 // relies on (a Redis) whose CPU is the row's but not the proxy's.
 type endpoint struct {
-	url       string
-	host      string
+	url    string
+	host   string
+	script string // the wrk script, when not the run's, and its body
+	body   []byte
+
 	instances []instance
 	services  []instance
 }
@@ -47,6 +52,15 @@ type instance struct {
 	role  string        // what a service is to the row, for the report
 }
 
+// bodyOr returns the endpoint's request body, or def when it has none of
+// its own.
+func (ep *endpoint) bodyOr(def []byte) []byte {
+	if ep.body != nil {
+		return ep.body
+	}
+	return def
+}
+
 func (h *harness) logf(format string, args ...any) {
 	fmt.Fprintf(h.stderr, "bench: "+format+"\n", args...)
 }
@@ -56,9 +70,12 @@ func (h *harness) logf(format string, args ...any) {
 // goes on; only a failure of the agent itself ends it.
 func (h *harness) runAll(ctx context.Context) (*results, error) {
 	res := &results{Meta: h.meta(ctx)}
-	h.body = requestBody(h.o.bodyBytes)
+	h.body, h.mcpBody = requestBody(h.o.bodyBytes), mcpBody(h.o.bodyBytes)
 	var err error
-	if h.script, err = writeScript(h.dir, h.body); err != nil {
+	if h.script, err = writeScript(h.dir, "post.lua", h.body); err != nil {
+		return nil, err
+	}
+	if h.mcpScript, err = writeScript(h.dir, "mcp.lua", h.mcpBody); err != nil {
 		return nil, err
 	}
 	addr, err := freeAddr()
@@ -253,6 +270,7 @@ type twoHop struct {
 	redisB    bool   // Redis is Baton B's store
 	redisA    bool   // Redis is Baton A's store too
 	noRecords bool   // records: {enabled: false} on both Batons
+	mcp       bool   // the edge is MCP (edges[].mcp) and each request a tools/call
 }
 
 // twoHops are the baton-2hop rows, by name.
@@ -265,6 +283,7 @@ var twoHops = map[string]twoHop{
 	rowBaton2RedisNoRecords:     {redisB: true, noRecords: true},
 	rowBaton2RedisBoth:          {redisA: true, redisB: true},
 	rowBaton2RedisBothNoRecords: {redisA: true, redisB: true, noRecords: true},
+	rowBaton2MCP:                {mcp: true},
 }
 
 // specs returns Baton A's and Baton B's configurations for the row, without
@@ -273,11 +292,11 @@ var twoHops = map[string]twoHop{
 func (v twoHop) specs(agentURL, logLevel string, rdb *benchRedis) (a, b batonSpec) {
 	a = batonSpec{
 		name: v.row + "-a", agent: "bench-a", upstream: agentURL, logLevel: logLevel,
-		edgesTo: []string{"bench-b"}, noRecords: v.noRecords,
+		edgesTo: []string{"bench-b"}, noRecords: v.noRecords, mcp: v.mcp,
 	}
 	b = batonSpec{
 		name: v.row + "-b", agent: "bench-b", upstream: agentURL, logLevel: logLevel,
-		edgeFrom: []string{"bench-a"}, noDedupe: v.noDedupe, noRecords: v.noRecords,
+		edgeFrom: []string{"bench-a"}, noDedupe: v.noDedupe, noRecords: v.noRecords, mcp: v.mcp,
 	}
 	// Each Baton gets its own prefix, as two deployments sharing a Redis would.
 	if v.redisA && rdb != nil {
@@ -315,7 +334,14 @@ func (h *harness) setupBaton2(v twoHop) func(context.Context) (*endpoint, func()
 			}
 		}
 		specA, specB := v.specs("http://"+h.agentAddr, h.o.batonLog, rdb)
-		ep, stop, err := h.startBaton2(ctx, bin, specA, specB)
+		body, script := h.body, ""
+		if v.mcp {
+			body, script = h.mcpBody, h.mcpScript
+		}
+		ep, stop, err := h.startBaton2(ctx, bin, specA, specB, body)
+		if ep != nil && script != "" {
+			ep.script, ep.body = script, body
+		}
 		if rdb == nil {
 			return ep, stop, err
 		}
@@ -331,7 +357,7 @@ func (h *harness) setupBaton2(v twoHop) func(context.Context) (*endpoint, func()
 // startBaton2 starts Baton B from specB, then Baton A from specA with B's
 // ingress as its peer bench-b (the addresses are filled in here), and
 // probes the path.
-func (h *harness) startBaton2(ctx context.Context, bin string, specA, specB batonSpec) (*endpoint, func(), error) {
+func (h *harness) startBaton2(ctx context.Context, bin string, specA, specB batonSpec, body []byte) (*endpoint, func(), error) {
 	a, err := freeAddrs(6)
 	if err != nil {
 		return nil, func() {}, err
@@ -351,7 +377,7 @@ func (h *harness) startBaton2(ctx context.Context, bin string, specA, specB bato
 		return nil, stop, err
 	}
 	url := "http://" + a[0] + "/bench"
-	if err := probe(url, "bench-b", h.body); err != nil {
+	if err := probe(url, "bench-b", body); err != nil {
 		return nil, stop, err
 	}
 	return &endpoint{url: url, host: "bench-b", instances: []instance{

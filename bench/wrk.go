@@ -24,8 +24,17 @@ func requestBody(n int) []byte {
 	return []byte(head + strings.Repeat("x", pad) + tail)
 }
 
-// writeScript writes the wrk Lua script that POSTs body as JSON.
-func writeScript(dir string, body []byte) (string, error) {
+// mcpBody returns an MCP tools/call of about n bytes: the body of the
+// baton-2hop-mcp row.
+func mcpBody(n int) []byte {
+	const head, tail = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_web","arguments":{"query":"`, `"}}}`
+	pad := max(n-len(head)-len(tail), 0)
+	return []byte(head + strings.Repeat("x", pad) + tail)
+}
+
+// writeScript writes the wrk Lua script that POSTs body as JSON, to file
+// name in dir.
+func writeScript(dir, name string, body []byte) (string, error) {
 	if bytes.Contains(body, []byte("]==]")) {
 		return "", fmt.Errorf("wrk script: body contains the Lua long-bracket terminator")
 	}
@@ -33,7 +42,7 @@ func writeScript(dir string, body []byte) (string, error) {
 		"wrk.method = \"POST\"\n" +
 		"wrk.headers[\"Content-Type\"] = \"application/json\"\n" +
 		"wrk.body = [==[" + string(body) + "]==]\n"
-	path := filepath.Join(dir, "post.lua")
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		return "", fmt.Errorf("wrk script: %w", err)
 	}
