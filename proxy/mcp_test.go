@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,6 +71,7 @@ type mcpPair struct {
 	client *mcp.Client
 	mu     sync.Mutex
 	seen   []seenMCP
+	other  map[string][]http.Header // requests of other methods, by method
 	// progress counts the progress notifications the client received.
 	progress atomic.Int64
 }
@@ -92,15 +94,26 @@ func (p *mcpPair) received(method string) []seenMCP {
 	return out
 }
 
+// requests returns the headers of the requests of method the server got.
+func (p *mcpPair) requests(method string) []http.Header {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.other[method]
+}
+
 // startMCPPair starts tools' Baton (toolsYAML added) and a's, which reaches
 // tools at toolsAddr(ingress) when set, and morePeers besides.
 func startMCPPair(t *testing.T, aYAML, toolsYAML string, toolsAddr func(ingress string) string, morePeers map[string]string) *mcpPair {
 	t.Helper()
-	p := &mcpPair{tools: &mcpTools{}}
+	p := &mcpPair{tools: &mcpTools{}, other: map[string][]http.Header{}}
 	srv := p.tools.server()
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
+		if r.Method != http.MethodPost {
+			p.mu.Lock()
+			p.other[r.Method] = append(p.other[r.Method], r.Header.Clone())
+			p.mu.Unlock()
+		} else {
 			b, _ := io.ReadAll(r.Body)
 			var body map[string]any
 			json.Unmarshal(b, &body)
@@ -316,6 +329,17 @@ func TestMCPMetricsDocumented(t *testing.T) {
 		{"baton_mcp_tool_calls_total", edge("delete_all", "refused"), 1},
 		{"baton_mcp_tool_call_duration_seconds_count", map[string]string{"tool": "search_web"}, 1},
 	})
+	named := false
+	for _, sp := range a.spans.Ended() {
+		attrs := map[string]string{}
+		for _, kv := range sp.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		named = named || (attrs["mcp.method.name"] == "tools/call" && attrs["gen_ai.tool.name"] == "search_web" && attrs["mcp.session.id"] != "")
+	}
+	if !named {
+		t.Error("no span of a's names the tool call (mcp.method.name, gen_ai.tool.name, mcp.session.id)")
+	}
 	for _, name := range []string{"baton_mcp_tool_calls_total", "baton_mcp_tool_call_duration_seconds"} {
 		if !strings.Contains(string(doc), "`"+name+"`") {
 			t.Errorf("docs/metrics.md does not describe `%s`", name)
@@ -419,5 +443,44 @@ func TestMCPSessionOfAnotherAgent(t *testing.T) {
 	}
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_web", Arguments: map[string]any{"query": "q"}}); err != nil {
 		t.Errorf("a in its own session: %v", err)
+	}
+}
+
+// TestMCPStreamsPassUntouched: the session's GET stream, resumed with
+// Last-Event-ID, and its DELETE pass through both Batons with their
+// headers as the client sent them; no key is added to either.
+func TestMCPStreamsPassUntouched(t *testing.T) {
+	t.Parallel()
+	p := startMCPPair(t, mcpEdges, "edges: [{from: a, mcp: {}}]\n", nil, nil)
+	cs := p.connect(t)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	sid := p.received("tools/list")[0].header.Get("Mcp-Session-Id")
+	for _, method := range []string{"GET", "DELETE"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, method, "http://"+p.a.EgressAddr()+"/mcp", nil)
+		req.Host = "tools"
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		req.Header.Set("Last-Event-ID", "stream-1_7")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		resp.Body.Close() // a stream may stay open: its headers are enough
+		cancel()
+	}
+	for _, method := range []string{"GET", "DELETE"} {
+		got := p.requests(method)
+		if len(got) != 1 {
+			t.Fatalf("the server got %d %s requests, want 1", len(got), method)
+		}
+		h := got[0]
+		if h.Get("Mcp-Session-Id") != sid || h.Get("Last-Event-ID") != "stream-1_7" || h.Get("Mcp-Protocol-Version") != "2025-06-18" ||
+			h.Get("Idempotency-Key") != "" {
+			t.Errorf("%s reached the server with %v", method, h)
+		}
 	}
 }
