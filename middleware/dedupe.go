@@ -180,7 +180,7 @@ func mcpNotHandoff(r *http.Request, in *Info) bool {
 			sniffRPC(in, r, body)
 		}
 	}
-	return in.RPC != nil && in.RPC.MCP != nil && !in.RPC.MCP.Handoff()
+	return in.RPC != nil && in.RPC.MCP != nil && !in.RPC.MCP.Handoff() && !ambiguousKeys(in.Body)
 }
 
 // nonceOnly claims a signed request's nonce when the window does not cover
@@ -265,7 +265,7 @@ func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp 
 			h.Set(HeaderKeyMismatch, "body")
 		}
 		body := e.body
-		if in.RPC != nil {
+		if in.RPC != nil && (in.RPC.MCP == nil || !in.RPC.MCP.Batch) { // a batch's answers keep their own ids
 			body = withRPCID(body, h.Get("Content-Type"), in.RPC.ID)
 		}
 		h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -363,13 +363,10 @@ func fingerprint(r *http.Request, body []byte, rpc *RPC) [32]byte {
 		writeField(h, rpc.Method)
 		writeField(h, rpc.MessageID)
 		body = rpc.Parts
-	case rpc != nil && rpc.MCP != nil && !rpc.MCP.Batch && rpc.MCP.Calls[0].Method == MCPToolsCall:
-		// A tool and its arguments: not the JSON-RPC id, which a new
-		// session numbers afresh, nor _meta, which Baton rewrites.
-		c := rpc.MCP.Calls[0]
-		writeField(h, c.Method)
-		writeField(h, c.Tool)
-		body = c.Arguments
+	case rpc != nil && rpc.MCP != nil:
+		// Each message's method, id, tool and arguments: not _meta, which
+		// each Baton rewrites.
+		body = rpc.MCP.fingerprintInput()
 	}
 	b := sha256.Sum256(body)
 	h.Write(b[:])

@@ -51,6 +51,9 @@ var skipHeaders = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Content-Length": true, "Date": true, HeaderReplayed: true,
+	// An MCP session id belongs to the session that got the answer first:
+	// a replay into another session must not move its client there.
+	HeaderMCPSession: true,
 }
 
 // encodeComplete builds the final entry from the pending one (for its

@@ -207,10 +207,11 @@ func deriveKey(in *Info, r *http.Request, body []byte) string {
 		return keyString("a2a-", sha256.Sum256(msg))
 	}
 	digest := sha256.Sum256(body)
-	if rpc := in.RPC; rpc != nil && rpc.MCP != nil && !rpc.MCP.Batch && rpc.MCP.Calls[0].Method == MCPToolsCall {
-		// A tool and its arguments, as fingerprint has it.
-		c := rpc.MCP.Calls[0]
-		digest = sha256.Sum256(appendField(appendField(nil, c.Tool), string(c.Arguments)))
+	if rpc := in.RPC; rpc != nil && rpc.MCP != nil {
+		// The session and the messages as fingerprint has them: a retry of
+		// a call (its id again, in its session) has its key, another call
+		// of the same tool has its own.
+		digest = sha256.Sum256(append(appendField(nil, rpc.MCP.Session), rpc.MCP.fingerprintInput()...))
 	}
 	msg = appendField(msg, "http")
 	msg = appendField(msg, in.TraceID)

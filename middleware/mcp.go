@@ -103,6 +103,21 @@ func (m *MCPRequest) Describe() string {
 	return c.Method
 }
 
+// fingerprintInput is what identifies the POST's messages, whatever their
+// _meta: each one's method, JSON-RPC id, tool and arguments. Two calls of
+// one tool with the same arguments are two calls (their ids differ); a
+// retry of one (the same id) is the same.
+func (m *MCPRequest) fingerprintInput() []byte {
+	var b []byte
+	for _, c := range m.Calls {
+		b = appendField(b, c.Method)
+		b = appendField(b, string(c.ID))
+		b = appendField(b, c.Tool)
+		b = appendField(b, string(c.Arguments))
+	}
+	return b
+}
+
 func (m *MCPRequest) headers(r *http.Request) {
 	m.Session, m.Version = r.Header.Get(HeaderMCPSession), r.Header.Get(HeaderMCPProtocol)
 }
@@ -133,6 +148,72 @@ func mcpMethod(method string) bool {
 		}
 	}
 	return false
+}
+
+// a2aMethod reports an A2A method: v1.0's are PascalCase (SendMessage,
+// GetTask), v0.3's sends are message/…. An A2A request stays A2A whatever
+// headers it carries.
+func a2aMethod(method string) bool {
+	return a2aSend[method] || (method != "" && 'A' <= method[0] && method[0] <= 'Z')
+}
+
+// ambiguousKeys reports whether any object in a JSON document holds two
+// keys that are equal but for case. encoding/json matches keys without
+// regard to case and keeps the last, while MCP servers match them exactly:
+// {"name":"delete_all","NAME":"search"} must not read as search to Baton
+// and as delete_all to the server.
+func ambiguousKeys(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false // the end, or not JSON: the parse answers for that
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				if top != nil && top.object {
+					top.key = true
+				}
+				stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true})
+			case '[':
+				if top != nil && top.object {
+					top.key = true
+				}
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if top != nil && top.object && top.key {
+				k := strings.ToLower(t)
+				if top.keys[k] {
+					return true
+				}
+				top.keys[k] = true
+				top.key = false
+				continue
+			}
+			if top != nil && top.object {
+				top.key = true
+			}
+		default:
+			if top != nil && top.object {
+				top.key = true
+			}
+		}
+	}
 }
 
 // sniffMCPBatch notes a JSON-RPC batch (an array of messages) as MCP; its
@@ -252,6 +333,16 @@ func MCP(o MCPOptions) func(http.Handler) http.Handler {
 			if m == nil && sniffed {
 				in.RPC = nil // not MCP: what follows finds the request as it was
 			}
+			if m != nil && ambiguousKeys(in.Body) {
+				in.PolicyDenial = "mcp"
+				problem.New(r, problem.BadJSONRPC, "a JSON-RPC object holds two keys that differ only in case").
+					WriteRPC(w, in.RPC.ID)
+				return
+			}
+			if m == nil && pol.On && rpcResponse(in.Body) {
+				next.ServeHTTP(w, r) // a client's answer to its server, without MCP headers (2025-03-26)
+				return
+			}
 			if m == nil {
 				if pol.On || mcpHeaders(r) {
 					in.PolicyDenial = "mcp"
@@ -291,7 +382,10 @@ func MCP(o MCPOptions) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			if observe != nil && !m.Batch && m.Calls[0].Method == MCPToolsCall {
 				outcome := MCPOutcomeOK
-				if s := in.Status(); s < 200 || s > 299 || in.Err != nil {
+				switch s := in.Status(); {
+				case in.PolicyDenial != "" || in.SignatureFailure != "":
+					outcome = MCPOutcomeRefused // by a later step of this Baton
+				case s < 200 || s > 299 || in.Err != nil:
 					outcome = MCPOutcomeError
 				}
 				observe(in, m.Calls[0].Tool, outcome, time.Since(start))
@@ -306,10 +400,16 @@ func MCP(o MCPOptions) func(http.Handler) http.Handler {
 // Baton does not know passes (the server answers for it); so does one it
 // cannot look up, the store being down (logged).
 func sessionOwned(w http.ResponseWriter, r *http.Request, in *Info, o MCPOptions) bool {
-	sid := r.Header.Get(HeaderMCPSession)
-	if sid == "" {
+	sids := r.Header.Values(HeaderMCPSession)
+	if len(sids) == 0 {
 		return true
 	}
+	if len(sids) > 1 {
+		problem.New(r, problem.BadJSONRPC, "a request names one MCP session, this one "+strconv.Itoa(len(sids))).
+			WriteRPC(w, requestID(r, in))
+		return false
+	}
+	sid := sids[0]
 	owner, err := o.Sessions.Owner(r.Context(), sid)
 	if err != nil {
 		if o.Log != nil {
@@ -323,8 +423,34 @@ func sessionOwned(w http.ResponseWriter, r *http.Request, in *Info, o MCPOptions
 	}
 	in.PolicyDenial = "session"
 	problem.New(r, problem.SessionNotYours, "Mcp-Session-Id names a session that agent "+strconv.Quote(owner)+
-		" opened, not "+strconv.Quote(in.From)).WriteRPC(w, nil)
+		" opened, not "+strconv.Quote(in.From)).WriteRPC(w, requestID(r, in))
 	return false
+}
+
+// requestID returns the JSON-RPC id of a refused POST, read from its body
+// when it is small, so that the client can match the refusal to its
+// request; null otherwise.
+func requestID(r *http.Request, in *Info) json.RawMessage {
+	if in.RPC == nil && r.Method == http.MethodPost && !in.Buffered && r.ContentLength >= 0 && r.ContentLength <= 1<<20 {
+		if body, err := readBody(r); err == nil {
+			in.Body, in.Buffered = body, true
+			sniffRPC(in, r, body)
+		}
+	}
+	if in.RPC == nil || (in.RPC.MCP != nil && in.RPC.MCP.Batch) {
+		return nil
+	}
+	return in.RPC.ID
+}
+
+// rpcResponse reports whether body is one JSON-RPC response.
+func rpcResponse(body []byte) bool {
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  *string         `json:"method"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.JSONRPC == "2.0" && len(m.ID) > 0 && m.Method == nil
 }
 
 func mcpSpan(r *http.Request, m *MCPRequest) {
@@ -376,13 +502,18 @@ func messageWithMeta(msg []byte, tp, ts string) ([]byte, bool) {
 	if json.Unmarshal(msg, &m) != nil || m["method"] == nil {
 		return msg, false
 	}
-	params := map[string]json.RawMessage{}
+	var params, meta map[string]json.RawMessage
 	if raw := m["params"]; raw != nil && json.Unmarshal(raw, &params) != nil {
 		return msg, false // params not an object: leave the message to its server
 	}
-	meta := map[string]json.RawMessage{}
+	if params == nil { // absent, or null
+		params = map[string]json.RawMessage{}
+	}
 	if raw := params["_meta"]; raw != nil && json.Unmarshal(raw, &meta) != nil {
 		return msg, false
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
 	}
 	meta["traceparent"], _ = json.Marshal(tp)
 	delete(meta, "tracestate")

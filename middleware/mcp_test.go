@@ -110,6 +110,9 @@ func FuzzMCPMessage(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`))
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x","params":[]}]`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":7}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":null}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_all","NAME":"search"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest("POST", "/mcp", nil)
 		r.Header.Set("Content-Type", "application/json")
@@ -117,8 +120,8 @@ func FuzzMCPMessage(f *testing.F) {
 		in := &Info{}
 		sniffRPC(in, r, body)
 		out, ok := withTraceMeta(body, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "")
-		if !ok {
-			return
+		if !ok || ambiguousKeys(body) {
+			return // an ambiguous body is refused before any rewrite
 		}
 		if !json.Valid(out) {
 			t.Fatalf("rewritten body is not JSON: %s", out)
@@ -149,13 +152,41 @@ func TestToolResultTexts(t *testing.T) {
 		{"stream", "event: message\ndata: " + progress + "\n\nevent: message\ndata: " + result + "\n\n", "[page one page two]"},
 		{"stream, crlf", "data: " + result + "\r\n\r\n", "[page one page two]"},
 		{"stream, the result's event not ended", "data: " + progress + "\n\ndata: " + result + "\n", "[]"},
+		{"batch", "[" + result + "," + result + "]", "[page one page two page one page two]"},
+		{"structured and resource", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"resource","resource":{"uri":"u","text":"doc"}}],"structuredContent":{"k":"v"}}}`,
+			`[doc {"k":"v"}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := fmt.Sprint(toolResultTexts(completeResult([]byte(tt.body)))); got != tt.want {
-				t.Errorf("%s, want %s", got, tt.want)
+			var got []string
+			w := &resultWriter{tapWriter: tapWriter{ResponseWriter: httptest.NewRecorder(), max: 1 << 20},
+				remember: func(texts []string) { got = append(got, texts...) }}
+			// Written a byte at a time: the result is read when whole, once.
+			for i := range len(tt.body) {
+				w.Write([]byte(tt.body[i : i+1]))
+			}
+			if fmt.Sprint(got) != tt.want {
+				t.Errorf("%s, want %s", fmt.Sprint(got), tt.want)
 			}
 		})
+	}
+}
+
+// TestAmbiguousKeys: keys equal but for case, at any depth, are found;
+// the same key in different objects is not a duplicate.
+func TestAmbiguousKeys(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]bool{
+		`{"method":"a","Method":"b"}`:                                                                   true,
+		`{"params":{"name":"a","NAME":"b"}}`:                                                            true,
+		`[{"id":1},{"params":{"x":{"k":1,"K":2}}}]`:                                                     true,
+		`{"params":{"name":"a"},"result":{"name":"b"}}`:                                                 false,
+		`{"a":[{"n":1},{"n":2}],"b":"n","n":{"a":1}}`:                                                   false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":"name"}}}`: false,
+	} {
+		if got := ambiguousKeys([]byte(body)); got != want {
+			t.Errorf("%s: %v, want %v", body, got, want)
+		}
 	}
 }
 

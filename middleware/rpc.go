@@ -28,7 +28,7 @@ type RPC struct {
 // Model Context Protocol message or batch (mcp.go). Bodies that are not
 // JSON mentioning "jsonrpc" are never parsed.
 func sniffRPC(in *Info, r *http.Request, body []byte) {
-	if len(body) == 0 || !strings.Contains(r.Header.Get("Content-Type"), "json") {
+	if len(body) == 0 || !strings.Contains(strings.ToLower(r.Header.Get("Content-Type")), "json") {
 		return
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
@@ -56,7 +56,7 @@ func sniffRPC(in *Info, r *http.Request, body []byte) {
 		m := req.Params.Message
 		in.RPC.MessageID, in.RPC.Parts, in.RPC.ContextID, in.RPC.TaskID = m.MessageID, m.Parts, m.ContextID, m.TaskID
 	}
-	if mcpHeaders(r) || mcpMethod(req.Method) {
+	if mcpMethod(req.Method) || (mcpHeaders(r) && !a2aMethod(req.Method)) {
 		in.RPC.MCP = &MCPRequest{Calls: []MCPCall{req.call()}}
 		in.RPC.MCP.headers(r)
 	}

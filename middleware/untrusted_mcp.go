@@ -18,17 +18,16 @@ import (
 // later handoff that copies it is labelled untrusted, and the receiving
 // Baton delivers it as its edge's mode says (docs/untrusted-content.md).
 
-// untrustedResult reports whether in is a tool call whose result is
-// untrusted, and names the tool.
+// untrustedResult reports whether in holds a tool call whose result is
+// untrusted, and names its source's tool ("batch" for a batch).
 func (t *Taint) untrustedResult(in *Info) (string, bool) {
-	if in.RPC == nil || in.RPC.MCP == nil || in.RPC.MCP.Batch || t.o.UntrustedResults == nil {
+	if in.RPC == nil || in.RPC.MCP == nil || t.o.UntrustedResults == nil || !in.RPC.MCP.Handoff() || !t.o.UntrustedResults(in) {
 		return "", false
 	}
-	c := in.RPC.MCP.Calls[0]
-	if c.Method != MCPToolsCall || !t.o.UntrustedResults(in) {
-		return "", false
+	if in.RPC.MCP.Batch {
+		return "batch", true
 	}
-	return c.Tool, true
+	return in.RPC.MCP.Calls[0].Tool, true
 }
 
 // untrustedToolCall passes the call on, labels its answer and remembers the
@@ -43,6 +42,11 @@ func (t *Taint) untrustedToolCall(next http.Handler, w http.ResponseWriter, r *h
 
 // rememberTexts fingerprints texts as untrusted content from source.
 func (t *Taint) rememberTexts(r *http.Request, source string, texts []string) {
+	if texts == nil {
+		t.o.Log.LogAttrs(r.Context(), slog.LevelWarn, "untrusted content: a tool result outgrew taint.max_scan_bytes; the rest is not fingerprinted",
+			slog.String("source", source))
+		return
+	}
 	if !t.o.Config.Tracking() {
 		return
 	}
@@ -63,19 +67,21 @@ func (t *Taint) rememberTexts(r *http.Request, source string, texts []string) {
 }
 
 // resultWriter labels a tool call's answer as it starts, and hands the text
-// of its result to remember once the result is complete (a JSON answer
-// whole, or the stream's event that carries it), before passing that last
-// part on: the agent cannot copy the text before it is remembered.
+// of each result to remember once the result is complete (a JSON answer
+// whole, or the stream's event that carries it), before passing that part
+// on: the agent cannot copy the text before it is remembered. Past max
+// bytes it remembers what it has and passes the rest unread (logged).
 type resultWriter struct {
 	tapWriter
 	label    string
 	remember func([]string)
 	wrote    bool
-	kept     bool
+	parsed   int  // bytes of buf whose events were read
+	done     bool // the result was remembered, or the answer outgrew max
 }
 
 func (w *resultWriter) WriteHeader(code int) {
-	if !w.wrote {
+	if code >= 200 && !w.wrote {
 		w.wrote = true
 		if code < 300 {
 			w.Header().Set(trust.HeaderTrust, w.label)
@@ -88,63 +94,84 @@ func (w *resultWriter) Write(p []byte) (int, error) {
 	if !w.wrote {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !w.kept {
-		if room := w.max - len(w.buf); room >= len(p) {
-			w.buf = append(w.buf, p...)
-			if texts := toolResultTexts(completeResult(w.buf)); len(texts) > 0 {
-				w.kept = true
-				w.remember(texts)
-			}
-		} else {
-			w.kept = true // past what Baton scans: passed on unremembered
-		}
+	if !w.done {
+		w.read(p)
 	}
 	return w.ResponseWriter.Write(p)
 }
 
-// completeResult returns the part of an answer known to be whole: a JSON
-// object once it is valid, or a stream up to its last complete event.
-func completeResult(b []byte) []byte {
-	trimmed := bytes.TrimSpace(b)
-	if len(trimmed) > 0 && trimmed[0] == '{' {
+// read takes p into the buffer and remembers the text of the results that
+// are now whole, reading each event once.
+func (w *resultWriter) read(p []byte) {
+	room := w.max - len(w.buf)
+	over := len(p) > room
+	w.buf = append(w.buf, p[:min(len(p), max(room, 0))]...)
+	trimmed := bytes.TrimSpace(w.buf)
+	switch {
+	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
 		if json.Valid(trimmed) {
-			return trimmed
+			w.remember(toolResultTexts(trimmed))
+			w.done = true
 		}
-		return nil
+	default:
+		end := max(bytes.LastIndex(w.buf, []byte("\n\n")), bytes.LastIndex(w.buf, []byte("\r\n\r\n")))
+		if end > w.parsed {
+			if texts := toolResultTexts(w.buf[w.parsed:end]); len(texts) > 0 {
+				w.remember(texts)
+			}
+			w.parsed = end
+		}
 	}
-	i := max(bytes.LastIndex(b, []byte("\n\n")), bytes.LastIndex(b, []byte("\r\n\r\n")))
-	if i < 0 {
-		return nil
+	if over && !w.done {
+		w.done = true
+		w.remember(nil) // past what Baton reads: say so
 	}
-	return b[:i]
 }
 
-// toolResultTexts returns the text of the content of the JSON-RPC results
-// in an answer: a JSON object, or the data of a server-sent event stream's
-// events (notifications are skipped).
+// toolResultTexts returns the text of the JSON-RPC results in an answer:
+// a JSON object or batch, or the data of a server-sent event stream's
+// events (notifications are skipped). Text is a content item's text, an
+// embedded resource's text, and the structured content, as JSON.
 func toolResultTexts(body []byte) []string {
 	var texts []string
 	add := func(msg []byte) {
 		var m struct {
 			Result struct {
 				Content []struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
+					Text     string `json:"text"`
+					Resource struct {
+						Text string `json:"text"`
+					} `json:"resource"`
 				} `json:"content"`
+				Structured json.RawMessage `json:"structuredContent"`
 			} `json:"result"`
 		}
 		if json.Unmarshal(msg, &m) != nil {
 			return
 		}
 		for _, c := range m.Result.Content {
-			if c.Text != "" {
-				texts = append(texts, c.Text)
+			for _, t := range [...]string{c.Text, c.Resource.Text} {
+				if t != "" {
+					texts = append(texts, t)
+				}
 			}
+		}
+		if len(m.Result.Structured) > 0 && string(m.Result.Structured) != "null" {
+			texts = append(texts, string(m.Result.Structured))
 		}
 	}
 	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) > 0 && trimmed[0] == '{' {
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '{':
 		add(trimmed)
+		return texts
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		var msgs []json.RawMessage
+		if json.Unmarshal(trimmed, &msgs) == nil {
+			for _, m := range msgs {
+				add(m)
+			}
+		}
 		return texts
 	}
 	for _, line := range bytes.Split(body, []byte("\n")) {

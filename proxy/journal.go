@@ -155,7 +155,9 @@ func (t journalTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	in := middleware.InfoFromContext(r.Context())
 	// A protocol upgrade (a WebSocket) is a connection, not an answer:
 	// never journaled.
-	if t.j != nil && in != nil && r.Header.Get("Upgrade") == "" {
+	// Nor is MCP: its answers carry the JSON-RPC id and session of the call
+	// that got them, which a re-run's calls do not share.
+	if t.j != nil && in != nil && r.Header.Get("Upgrade") == "" && (in.RPC == nil || in.RPC.MCP == nil) {
 		if dest := t.j.destination(in); dest != "" {
 			return t.j.call(r, in, dest, t.next)
 		}

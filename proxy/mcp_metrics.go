@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ func newMCPMetrics(mp metric.MeterProvider) (*mcpMetrics, error) {
 	m.duration, err2 = mt.Float64Histogram("baton.mcp.tool_call.duration", metric.WithUnit("s"),
 		metric.WithDescription("MCP tool calls passed on, until the end of their answer."),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
-	if err != nil || err2 != nil {
+	if err := errors.Join(err, err2); err != nil {
 		return nil, fmt.Errorf("proxy: mcp metrics: %w", err)
 	}
 	return m, nil

@@ -59,10 +59,17 @@ func (s *mcpSessions) bind(resp *http.Response) {
 	if in == nil || in.From == "" {
 		return
 	}
-	s.known.set(sid, in.From)
+	// The first binding stands: a later answer naming the same id does not
+	// move the session to another agent.
+	s.known.update(sid, func(old string, ok bool) string {
+		if ok {
+			return old
+		}
+		return in.From
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := s.store.Set(ctx, s.key(sid), []byte(in.From), mcpSessionTTL); err != nil {
+	if _, _, err := s.store.Claim(ctx, s.key(sid), []byte(in.From), mcpSessionTTL); err != nil {
 		s.log.Warn("mcp: session owner not stored; other replicas will not know it", "agent", in.From, "error", err.Error())
 	}
 }

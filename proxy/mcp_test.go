@@ -176,6 +176,12 @@ func TestMCPThroughTwoBatons(t *testing.T) {
 	if err != nil || res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "Result 1 for venue") {
 		t.Fatalf("tools/call search_web: %v %+v", err, res)
 	}
+	// The same call again is another call (its JSON-RPC id differs): it
+	// runs, and is not answered from the first one's window.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_web", Arguments: map[string]any{"query": "venue"}})
+	if err != nil || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "Result 2 for venue") {
+		t.Fatalf("the same tools/call again: %v %+v", err, res)
+	}
 
 	params := &mcp.CallToolParams{Name: "book_seat", Arguments: map[string]any{"seat": "12A"}}
 	params.SetProgressToken("booking-1")
@@ -191,8 +197,8 @@ func TestMCPThroughTwoBatons(t *testing.T) {
 	if !errors.As(err, &rpcErr) || rpcErr.Code != -32076 || !strings.Contains(rpcErr.Message, `tool "delete_all" on edge a→tools: denied by "delete_*"`) {
 		t.Errorf("a denied tool: %v; want JSON-RPC error -32076 naming the tool and the rule", err)
 	}
-	if p.tools.deletes.Load() != 0 || len(p.received("tools/call")) != 2 {
-		t.Errorf("the denied tool ran %d times; the server got %d tool calls, want 2", p.tools.deletes.Load(), len(p.received("tools/call")))
+	if p.tools.deletes.Load() != 0 || len(p.received("tools/call")) != 3 {
+		t.Errorf("the denied tool ran %d times; the server got %d tool calls, want 3", p.tools.deletes.Load(), len(p.received("tools/call")))
 	}
 
 	for _, m := range []string{"initialize", "tools/list", "notifications/initialized"} {
@@ -276,6 +282,10 @@ func TestMCPBadInput(t *testing.T) {
 		{"not JSON", `{"jsonrpc":"2.0","method":`, -32700},
 		{"not JSON-RPC", `{"hello":"world"}`, -32700},
 		{"a batch over the bound", "[" + strings.Join(batch, ",") + "]", -32600},
+		// encoding/json would read the last of keys that differ in case;
+		// the server reads the exact one.
+		{"a tool named twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_all","NAME":"search_web"}}`, -32700},
+		{"a method named twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","Method":"ping","params":{"name":"delete_all"}}`, -32700},
 	}
 	for _, c := range cases {
 		for _, via := range []struct{ name, addr, agent string }{{"egress", p.a.EgressAddr(), ""}, {"ingress", p.t.IngressAddr(), "a"}} {
