@@ -28,6 +28,10 @@ import (
 // mcpTools is an MCP server whose tools count their runs.
 type mcpTools struct {
 	searches, bookings, deletes atomic.Int64
+	// gate holds the report tool after its first progress notification
+	// until the client has it; timedOut says it never came.
+	gate     chan struct{}
+	timedOut atomic.Bool
 }
 
 type searchIn struct {
@@ -44,6 +48,16 @@ func (m *mcpTools) server() *mcp.Server {
 			n := m.searches.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
 				Text: fmt.Sprintf("Result %d for %s: the venue at the old mill seats forty and has parking for twelve cars.", n, in.Query)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "a long report"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 2})
+			select {
+			case <-m.gate:
+			case <-time.After(5 * time.Second):
+				m.timedOut.Store(true)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "report done"}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "delete_all", Description: "delete everything"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
@@ -169,7 +183,7 @@ func TestMCPThroughTwoBatons(t *testing.T) {
 	cs := p.connect(t)
 	ctx := context.Background()
 	list, err := cs.ListTools(ctx, nil)
-	if err != nil || len(list.Tools) != 3 {
+	if err != nil || len(list.Tools) != 4 {
 		t.Fatalf("tools/list: %v, %d tools", err, len(list.Tools))
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_web", Arguments: map[string]any{"query": "venue"}})
@@ -492,5 +506,29 @@ func TestMCPStreamsPassUntouched(t *testing.T) {
 			h.Get("Idempotency-Key") != "" {
 			t.Errorf("%s reached the server with %v", method, h)
 		}
+	}
+}
+
+// TestMCPStreamsAsItComes: a tool call's answer streams through both
+// Batons event by event: the tool holds its answer open until the client
+// has its first progress notification.
+func TestMCPStreamsAsItComes(t *testing.T) {
+	t.Parallel()
+	p := startMCPPair(t, mcpEdges, "edges: [{from: a, mcp: {}}]\n", nil, nil)
+	p.tools.gate = make(chan struct{})
+	var once sync.Once
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1.0.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			once.Do(func() { close(p.tools.gate) })
+		}})
+	cs := p.connect(t)
+	params := &mcp.CallToolParams{Name: "report", Arguments: map[string]any{}}
+	params.SetProgressToken("report-1")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "report done" {
+		t.Fatalf("tools/call report: %v %+v", err, res)
+	}
+	if p.tools.timedOut.Load() {
+		t.Error("the progress notification reached the client only after the answer ended: a Baton held the stream")
 	}
 }

@@ -49,7 +49,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("client.mjs printed %s: %v", out, err)
 	}
-	if strings.Join(got.Tools, ",") != "book_seat,delete_all,search_web" || !strings.HasPrefix(got.Search, "Result 1 for ts") ||
+	if strings.Join(got.Tools, ",") != "book_seat,delete_all,report,search_web" || !strings.HasPrefix(got.Search, "Result 1 for ts") ||
 		got.Booking != "booked 9F (booking 1)" || got.Progress != 3 {
 		t.Errorf("the TypeScript client saw %+v", got)
 	}
