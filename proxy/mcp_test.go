@@ -532,3 +532,95 @@ func TestMCPStreamsAsItComes(t *testing.T) {
 		t.Error("the progress notification reached the client only after the answer ended: a Baton held the stream")
 	}
 }
+
+// baggageTransport adds the baggage of the handoff its agent is handling
+// to every request, as an agent instrumented with OpenTelemetry does.
+type baggageTransport struct {
+	next    http.RoundTripper
+	baggage string
+}
+
+func (b baggageTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Baggage", b.baggage)
+	return b.next.RoundTrip(r)
+}
+
+// TestMCPChainResumes: x → b → {tools over MCP, then c}, on one Redis. b
+// books a seat with an MCP tool call, then hands off to c, whose Baton is
+// down: the chain stops at b's dead letter. x resumes it with its key; b
+// runs again, in a new MCP session, and its tool call, keyed by its
+// position, is answered from tools' window: the seat is booked once, and c
+// runs once.
+func TestMCPChainResumes(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	tools := &mcpTools{}
+	srv := tools.server()
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(up.Close)
+	tB := startBaton(t, "agent: tools\nupstream: "+up.URL+"\nedges: [{from: b, mcp: {}}]\n", store())
+
+	var cRuns atomic.Int64
+	cAgent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cRuns.Add(1)
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(cAgent.Close)
+	cB := startBaton(t, "agent: c\nupstream: "+cAgent.URL+"\n", store())
+	cAddr, cUp := switchedAddr(t, cB.IngressAddr())
+
+	var bEgress atomic.Pointer[string]
+	var answers []string
+	bAgent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		egress := &url.URL{Scheme: "http", Host: *bEgress.Load()}
+		client := mcp.NewClient(&mcp.Implementation{Name: "b", Version: "1.0.0"}, nil)
+		hc := &http.Client{Transport: baggageTransport{next: &http.Transport{Proxy: http.ProxyURL(egress)}, baggage: r.Header.Get("Baggage")}}
+		cs, err := client.Connect(r.Context(), &mcp.StreamableClientTransport{Endpoint: "http://tools/mcp", HTTPClient: hc,
+			DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(r.Context(), &mcp.CallToolParams{Name: "book_seat", Arguments: map[string]any{"seat": "3B"}})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		answers = append(answers, res.Content[0].(*mcp.TextContent).Text)
+		req, _ := http.NewRequest("POST", "http://"+*bEgress.Load()+"/act", strings.NewReader(`{"seat":"3B"}`))
+		req.Host = "c"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Baggage", r.Header.Get("Baggage"))
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		w.WriteHeader(map[bool]int{true: 200, false: 502}[resp.StatusCode < 300])
+	}))
+	t.Cleanup(bAgent.Close)
+	bB := startBaton(t, "agent: b\nupstream: "+bAgent.URL+"\n"+peerYAML(map[string]string{"tools": tB.IngressAddr(), "c": cAddr})+
+		"retry: {attempts: 1, backoff: 5ms}\nedges: [{from: x}, {to: tools, mcp: {}}, {to: c}]\n", store())
+	addr := bB.EgressAddr()
+	bEgress.Store(&addr)
+	xB := startBaton(t, "agent: x\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()}), store())
+
+	resp := send(t, xB.EgressAddr(), "b", "POST", "/trip", `{"trip":"offsite"}`, http.Header{"Content-Type": {"application/json"}})
+	dl, key := resp.Header.Get("Baton-Dead-Letter"), resp.Header.Get("Idempotency-Key")
+	if resp.StatusCode != http.StatusBadGateway || dl == "" || key == "" {
+		t.Fatalf("first run: %d, dead letter %q, key %q", resp.StatusCode, dl, key)
+	}
+	cUp()
+	resp = send(t, xB.EgressAddr(), "b", "POST", "/trip", `{"trip":"offsite"}`, http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {key}})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("resumed: %d", resp.StatusCode)
+	}
+	if tools.bookings.Load() != 1 || cRuns.Load() != 1 || fmt.Sprint(answers) != "[booked 3B (booking 1) booked 3B (booking 1)]" {
+		t.Errorf("booked %d times, c ran %d times, b got %q; want once, once, the first booking on both runs",
+			tools.bookings.Load(), cRuns.Load(), answers)
+	}
+}
