@@ -157,63 +157,88 @@ func a2aMethod(method string) bool {
 	return a2aSend[method] || (method != "" && 'A' <= method[0] && method[0] <= 'Z')
 }
 
-// ambiguousKeys reports whether any object in a JSON document holds two
-// keys that are equal but for case. encoding/json matches keys without
-// regard to case and keeps the last, while MCP servers match them exactly:
-// {"name":"delete_all","NAME":"search"} must not read as search to Baton
-// and as delete_all to the server.
+// readKeys are the keys Baton reads of a JSON-RPC message (and its params)
+// to decide what it is: two of them that differ only in case would let
+// Baton and the server read different messages.
+var readKeys = [...]string{`"jsonrpc"`, `"id"`, `"method"`, `"params"`, `"name"`, `"arguments"`, `"_meta"`, `"message"`}
+
+// ambiguousKeys reports whether a message (or a batch's) holds two keys
+// that are equal but for case, at its top or in its params. encoding/json
+// matches keys without regard to case and keeps the last, while MCP
+// servers match them exactly: {"name":"delete_all","NAME":"search"} must
+// not read as search to Baton and as delete_all to the server. Keys deeper
+// down (a tool's arguments) are the tool's to read, and Baton passes them
+// as they are.
 func ambiguousKeys(body []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	type frame struct {
-		object bool
-		keys   map[string]bool
-		key    bool // the next string token is a key
+	lower := bytes.ToLower(body)
+	suspect := false
+	for _, k := range readKeys {
+		if bytes.Count(lower, []byte(k)) > bytes.Count(body, []byte(k)) || bytes.Count(body, []byte(k)) > 1 {
+			suspect = true
+			break
+		}
 	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
+	if !suspect {
+		return false // each key Baton reads appears once, as written
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var msgs []json.RawMessage
+		if json.Unmarshal(trimmed, &msgs) != nil {
+			return false
+		}
+		for _, m := range msgs {
+			if messageAmbiguous(m) {
+				return true
+			}
+		}
+		return false
+	}
+	return messageAmbiguous(trimmed)
+}
+
+// messageAmbiguous checks one message's keys and its params' keys.
+func messageAmbiguous(msg []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil {
+		return false
+	}
+	if foldedTwice(msg) {
+		return true
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, "params") && foldedTwice(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldedTwice reports whether the JSON object obj has two keys equal but
+// for case (encoding/json keeps one entry for exact duplicates, so the
+// keys are read with a decoder).
+func foldedTwice(obj []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
 		if err != nil {
-			return false // the end, or not JSON: the parse answers for that
+			return false
 		}
-		top := (*frame)(nil)
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
+		k, _ := t.(string)
+		if seen[strings.ToLower(k)] {
+			return true
 		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				if top != nil && top.object {
-					top.key = true
-				}
-				stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true})
-			case '[':
-				if top != nil && top.object {
-					top.key = true
-				}
-				stack = append(stack, &frame{})
-			default:
-				stack = stack[:len(stack)-1]
-			}
-		case string:
-			if top != nil && top.object && top.key {
-				k := strings.ToLower(t)
-				if top.keys[k] {
-					return true
-				}
-				top.keys[k] = true
-				top.key = false
-				continue
-			}
-			if top != nil && top.object {
-				top.key = true
-			}
-		default:
-			if top != nil && top.object {
-				top.key = true
-			}
+		seen[strings.ToLower(k)] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
 		}
 	}
+	return false
 }
 
 // sniffMCPBatch notes a JSON-RPC batch (an array of messages) as MCP; its

@@ -179,7 +179,9 @@ func TestAmbiguousKeys(t *testing.T) {
 	for body, want := range map[string]bool{
 		`{"method":"a","Method":"b"}`:                                                                   true,
 		`{"params":{"name":"a","NAME":"b"}}`:                                                            true,
-		`[{"id":1},{"params":{"x":{"k":1,"K":2}}}]`:                                                     true,
+		`[{"id":1},{"params":{"name":"a","Name":"b"}}]`:                                                 true,
+		`{"method":"tools/call","method":"ping"}`:                                                       true,
+		`{"params":{"arguments":{"k":1,"K":2}}}`:                                                        false,
 		`{"params":{"name":"a"},"result":{"name":"b"}}`:                                                 false,
 		`{"a":[{"n":1},{"n":2}],"b":"n","n":{"a":1}}`:                                                   false,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":"name"}}}`: false,
