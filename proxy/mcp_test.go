@@ -77,6 +77,18 @@ func (m *mcpTools) server() *mcp.Server {
 	return s
 }
 
+// rpcError reads the JSON-RPC error of an answer.
+func rpcError(resp *http.Response) (code float64, message string) {
+	var doc struct {
+		Error struct {
+			Code    float64
+			Message string
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&doc)
+	return doc.Error.Code, doc.Error.Message
+}
+
 // mcpPair is an MCP client agent, a, and an MCP server agent, tools, each
 // behind its Baton; what reached the server is kept.
 type mcpPair struct {
@@ -309,19 +321,14 @@ func TestMCPBadInput(t *testing.T) {
 					hdr.Set("Baton-Agent", via.agent)
 				}
 				resp := send(t, via.addr, "tools", "POST", "/mcp", c.body, hdr)
-				var doc struct {
-					Error struct {
-						Code    float64
-						Message string
-					}
-				}
-				json.NewDecoder(resp.Body).Decode(&doc)
-				if doc.Error.Code != c.code || doc.Error.Message == "" {
-					t.Errorf("%d %+v; want JSON-RPC error %v", resp.StatusCode, doc, c.code)
+				if code, msg := rpcError(resp); code != c.code || msg == "" {
+					t.Errorf("%d, JSON-RPC error %v %q; want %v", resp.StatusCode, code, msg, c.code)
 				}
 			})
 		}
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if n := len(p.seen); n != 0 {
 		t.Errorf("the server received %d of them, want none", n)
 	}
@@ -452,15 +459,8 @@ func TestMCPSessionOfAnotherAgent(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book_seat","arguments":{"seat":"1A"}}}`,
 		http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 			"Mcp-Session-Id": {sid}, "Mcp-Protocol-Version": {"2025-06-18"}})
-	var doc struct {
-		Error struct {
-			Code    float64
-			Message string
-		}
-	}
-	json.NewDecoder(resp.Body).Decode(&doc)
-	if doc.Error.Code != -32077 || !strings.Contains(doc.Error.Message, `opened, not "c"`) {
-		t.Errorf("c with a's session: %d %+v; want JSON-RPC error -32077", resp.StatusCode, doc)
+	if code, msg := rpcError(resp); code != -32077 || !strings.Contains(msg, `opened, not "c"`) {
+		t.Errorf("c with a's session: %d, JSON-RPC error %v %q; want -32077", resp.StatusCode, code, msg)
 	}
 	if n := len(p.received("tools/call")); n != before || p.tools.bookings.Load() != 0 {
 		t.Errorf("the server got %d more tool calls and booked %d times; want none", n-before, p.tools.bookings.Load())
