@@ -141,7 +141,9 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := in.Body
-	sniffRPC(in, r, body)
+	if in.RPC == nil { // MCP or Contract may have read it already
+		sniffRPC(in, r, body)
+	}
 	fp := fingerprint(r, body, in.RPC)
 	skey := dedupeKey(in.From, in.To, key)
 	pending := encodePending(fp)
