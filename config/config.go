@@ -44,6 +44,8 @@ type Config struct {
 	Trust    Trust           `yaml:"trust"`
 	Taint    Taint           `yaml:"taint"`
 	Journal  Journal         `yaml:"journal"`
+	// Approvals configures confirmation gates (confirm.go).
+	Approvals Approvals `yaml:"approvals"`
 	// AdminToken is the bearer token the admin API requires when the admin
 	// listener binds beyond loopback. Env: BATON_ADMIN_TOKEN.
 	AdminToken string   `yaml:"admin_token"`
@@ -155,6 +157,9 @@ type Edge struct {
 	// MCP marks the edge as Model Context Protocol and bounds the tools it
 	// may call (docs/mcp.md).
 	MCP *MCP `yaml:"mcp"`
+	// Confirm holds the edge's handoffs for a person's approval
+	// (docs/gates.md). Outbound edges only.
+	Confirm *Confirm `yaml:"confirm"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is
@@ -380,6 +385,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	c.Taint.applyDefaults(c.Store)
 	c.Journal.applyDefaults(c.Records)
+	c.Approvals.applyDefaults()
 	if r := c.Store.Redis; r != nil {
 		defD(&r.DialTimeout, DefaultRedisDial)
 		defD(&r.OpTimeout, DefaultRedisOp)

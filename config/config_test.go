@@ -70,6 +70,7 @@ func defaults() Config {
 		Trust:         Trust{Skew: Duration(DefaultSkew)},
 		Taint:         Taint{TTL: Duration(DefaultTaintTTL), MaxFingerprints: DefaultMemoryEntries / 4, MaxScanBytes: DefaultMaxScanBytes, MinSpanBytes: DefaultMinSpanBytes},
 		Journal:       journalDefaults(),
+		Approvals:     Approvals{Expires: Duration(DefaultApprovalExpiry)},
 		Timeouts: Timeouts{
 			ReadHeader:     Duration(10 * time.Second),
 			Idle:           Duration(120 * time.Second),
@@ -191,7 +192,7 @@ timeouts: {read_header: 1s, read: 2s, idle: 3s, dial: 4s, upstream_header: 5s}
 					Records: Records{Retention: Duration(DefaultRetention), MaxBodyBytes: DefaultRecordBodyBytes},
 					Trust:   Trust{Skew: Duration(DefaultSkew)},
 					Taint:   Taint{TTL: Duration(DefaultTaintTTL), MaxFingerprints: DefaultMaxFingerprints, MaxScanBytes: DefaultMaxScanBytes, MinSpanBytes: DefaultMinSpanBytes},
-					Journal: journalDefaults(),
+					Journal: journalDefaults(), Approvals: Approvals{Expires: Duration(DefaultApprovalExpiry)},
 					Timeouts: Timeouts{
 						ReadHeader: Duration(time.Second), Read: Duration(2 * time.Second), Idle: Duration(3 * time.Second),
 						Dial: Duration(4 * time.Second), UpstreamHeader: Duration(5 * time.Second),
@@ -671,7 +672,7 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "top level, no near miss",
 			in:   minimal + "frobnicate: {window: 1h}\n",
-			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, approvals, admin_token, limits, timeouts, intercept (line 3)`},
 		},
 		{
 			name: "nested under listen",
@@ -691,17 +692,17 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "in a list item",
 			in:   minimal + "edges:\n  - {from: a}\n  - {from: b, retries: 3}\n",
-			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp (line 5)`},
+			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm (line 5)`},
 		},
 		{
 			name: "in a merged mapping",
 			in:   minimal + "edges: [{<<: {hops: 2}, from: a}]\n",
-			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp (line 3)`},
+			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm (line 3)`},
 		},
 		{
 			name: "fields filled by Validate are not keys",
 			in:   minimal + "upstreamurl: http://x\n",
-			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, approvals, admin_token, limits, timeouts, intercept (line 3)`},
 		},
 	}
 	for _, tt := range tests {

@@ -120,6 +120,7 @@ func (c *Config) Validate() error {
 	c.validateTaint(bad)
 	c.validateJournal(bad)
 	c.validateMCP(bad)
+	c.validateConfirm(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")

@@ -82,6 +82,10 @@ func (r *Record) entrySize() int {
 	n := len(r.ID) + len(r.State) + opt(r.Status != 0, `,"status":200`) + opt(r.Outcome != "", `,"outcome":""`) +
 		len(r.Outcome) + opt(r.Error != "", `,"error":""`) + len(r.Error) +
 		opt(r.StoppedAt != "", `,"stopped_at":""`) + len(r.StoppedAt) + opt(r.ResolvedBy != "", `,"resolved_by":""`) + len(r.ResolvedBy)
+	if a := r.Approval; a != nil {
+		n += len(`,"approval":{"gate":"","expires":"2006-01-02T15:04:05.999999999Z07:00","decision":"","by":"","at":"2006-01-02T15:04:05.999999999Z07:00","reason":""}`) +
+			len(a.Gate) + len(a.Decision) + len(a.By) + len(a.Reason)
+	}
 	if r.stored {
 		return update + n
 	}

@@ -117,7 +117,7 @@ func (r *Record) appendUpdateJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendProgress appends the members from "state" to "resolved_by", which
+// appendProgress appends the members from "state" to "approval", which
 // a record and its Update share.
 func (r *Record) appendProgress(b []byte) []byte {
 	b = append(b, `,"state":`...)
@@ -146,7 +146,35 @@ func (r *Record) appendProgress(b []byte) []byte {
 		b = append(b, `,"resolved_by":`...)
 		b = appendString(b, r.ResolvedBy)
 	}
+	if r.Approval != nil {
+		b = append(b, `,"approval":`...)
+		b = r.Approval.appendJSON(b)
+	}
 	return b
+}
+
+func (a *Approval) appendJSON(b []byte) []byte {
+	b = append(b, `{"gate":`...)
+	b = appendString(b, a.Gate)
+	b = append(b, `,"expires":`...)
+	b = appendTime(b, a.Expires)
+	if a.Decision != "" {
+		b = append(b, `,"decision":`...)
+		b = appendString(b, a.Decision)
+	}
+	if a.By != "" {
+		b = append(b, `,"by":`...)
+		b = appendString(b, a.By)
+	}
+	if a.At != nil {
+		b = append(b, `,"at":`...)
+		b = appendTime(b, *a.At)
+	}
+	if a.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, a.Reason)
+	}
+	return append(b, '}')
 }
 
 func (e *EnvelopeSummary) appendJSON(b []byte) []byte {

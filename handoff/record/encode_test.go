@@ -48,6 +48,7 @@ var encodedFields = map[reflect.Type][]string{
 		"error,omitempty: string",
 		"stopped_at,omitempty: string",
 		"resolved_by,omitempty: string",
+		"approval,omitempty: *record.Approval",
 		"replayable: bool",
 		"journal,omitempty: *record.JournalSummary",
 		"created: time.Time",
@@ -72,6 +73,14 @@ var encodedFields = map[reflect.Type][]string{
 		"saved_tokens,omitempty: int64",
 		"skipped,omitempty: []string",
 	},
+	reflect.TypeFor[Approval](): {
+		"gate: string",
+		"expires: time.Time",
+		"decision,omitempty: string",
+		"by,omitempty: string",
+		"at,omitempty: *time.Time",
+		"reason,omitempty: string",
+	},
 	reflect.TypeFor[Update](): {
 		"id: string",
 		"state: record.State",
@@ -82,6 +91,7 @@ var encodedFields = map[reflect.Type][]string{
 		"error,omitempty: string",
 		"stopped_at,omitempty: string",
 		"resolved_by,omitempty: string",
+		"approval,omitempty: *record.Approval",
 		"updated: time.Time",
 	},
 	reflect.TypeFor[Entry](): {
@@ -153,6 +163,15 @@ func substituted(r Record) Record {
 	}
 	r.Latency = finite(r.Latency)
 	r.Created, r.Updated = valid(r.Created), valid(r.Updated)
+	if r.Approval != nil {
+		a := *r.Approval
+		a.Expires = valid(a.Expires)
+		if a.At != nil {
+			at := valid(*a.At)
+			a.At = &at
+		}
+		r.Approval = &a
+	}
 	if r.Envelope != nil {
 		e := *r.Envelope
 		e.Completeness = finite(e.Completeness)
@@ -202,7 +221,7 @@ func checkEntries(t *testing.T, r *Record, s Record) {
 		e := Entry{Seq: 4, Prev: "abcd", At: now.UTC()}
 		if stored {
 			e.Update = &Update{ID: s.ID, State: s.State, Status: s.Status, Attempts: s.Attempts, Latency: s.Latency,
-				Outcome: s.Outcome, Error: s.Error, StoppedAt: s.StoppedAt, ResolvedBy: s.ResolvedBy, Updated: s.Updated}
+				Outcome: s.Outcome, Error: s.Error, StoppedAt: s.StoppedAt, ResolvedBy: s.ResolvedBy, Approval: s.Approval, Updated: s.Updated}
 		} else {
 			snap := s
 			snap.Request = nil
@@ -263,6 +282,19 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 		}
 		r.Journal = &j
 	}
+	if r.Approval != nil {
+		a := *r.Approval
+		ok = ok && sameTime(decoded.Approval.Expires, a.Expires) && (a.At == nil) == (decoded.Approval.At == nil)
+		if a.At != nil && decoded.Approval.At != nil {
+			ok = ok && sameTime(*decoded.Approval.At, *a.At)
+		}
+		decoded.Approval.Expires, decoded.Approval.At = time.Time{}, nil
+		a.Expires, a.At = time.Time{}, nil
+		for _, s := range []*string{&a.Gate, &a.Decision, &a.By, &a.Reason} {
+			*s = toValidUTF8(*s)
+		}
+		r.Approval = &a
+	}
 	r.Trust = validUTF8(r.Trust)
 	for _, s := range []*string{&r.ID, &r.TraceID, &r.SpanID, &r.ParentID, (*string)(&r.Side), &r.From, &r.To,
 		&r.Key, &r.Method, &r.Target, &r.Call, &r.RequestDigest, &r.Grant, &r.SenderKeyID, (*string)(&r.State),
@@ -296,7 +328,10 @@ func dump(r Record) string {
 	if r.Journal != nil {
 		req += fmt.Sprintf("\njournal %#v", *r.Journal)
 	}
-	r.Envelope, r.Request, r.Journal = nil, nil, nil
+	if r.Approval != nil {
+		req += fmt.Sprintf("\napproval %#v", *r.Approval)
+	}
+	r.Envelope, r.Request, r.Journal, r.Approval = nil, nil, nil, nil
 	return fmt.Sprintf("%#v\nenvelope %s\nrequest %s", r, env, req)
 }
 
@@ -664,6 +699,14 @@ func randRecord(rng *rand.Rand) *Record {
 			SavedBytes: int64(randInt(rng)), SavedTokens: int64(randInt(rng)), Skipped: randStrings(rng)}
 	}
 	if rng.IntN(2) == 0 {
+		r.Approval = &Approval{Gate: randString(rng), Expires: randTime(rng), Decision: randString(rng),
+			By: randString(rng), Reason: randString(rng)}
+		if rng.IntN(2) == 0 {
+			at := randTime(rng)
+			r.Approval.At = &at
+		}
+	}
+	if rng.IntN(2) == 0 {
 		r.Request = &Request{Method: randString(rng), URL: randString(rng), Header: randHeader(rng),
 			Body: randBytes(rng), BodyBytes: int64(randInt(rng)), Truncated: rng.IntN(2) == 0}
 	}
@@ -712,6 +755,7 @@ func FuzzRecordAppendJSON(f *testing.F) {
 		}
 		if flags&128 != 0 {
 			r.Journal = &JournalSummary{Hits: hop, Misses: status, SavedTokens: sec, Skipped: []string{trust, hval}}
+			r.Approval = &Approval{Gate: trust, Expires: r.Created, Decision: hval, By: id, At: &r.Updated, Reason: outcome}
 		}
 		if flags&8 != 0 {
 			r.Request = &Request{Method: id, URL: outcome, Body: body, BodyBytes: int64(len(body)),

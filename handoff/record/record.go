@@ -3,6 +3,7 @@
 //
 //	sent → delivered(status)
 //	sent → failed → dead → replayed → delivered | dead
+//	held → approved → delivered | dead;  held → denied | expired
 //
 // The sender's Baton writes the record, with the outbound request it is about
 // to send (the checkpoint), before forwarding; the receiver's Baton writes a
@@ -29,6 +30,12 @@ const (
 	Failed    State = "failed"
 	Dead      State = "dead"
 	Replayed  State = "replayed"
+	// A confirmation gate's states (docs/gates.md): held for a person's
+	// decision; approved and being sent; denied; expired undecided.
+	Held     State = "held"
+	Approved State = "approved"
+	Denied   State = "denied"
+	Expired  State = "expired"
 )
 
 // Where an egress record's idempotency key came from.
@@ -105,6 +112,9 @@ type Record struct {
 	// work when its chain resumed.
 	StoppedAt  string `json:"stopped_at,omitempty"`
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Approval is the confirmation gate's hold on the handoff, when one
+	// held it: why, until when, and who decided what.
+	Approval *Approval `json:"approval,omitempty"`
 	// Replayable is false when the checkpoint lacks the body (streamed or
 	// over the cap): such a dead letter can be inspected but not replayed.
 	Replayable bool `json:"replayable"`
@@ -143,6 +153,7 @@ type Update struct {
 	Error      string    `json:"error,omitempty"`
 	StoppedAt  string    `json:"stopped_at,omitempty"`
 	ResolvedBy string    `json:"resolved_by,omitempty"`
+	Approval   *Approval `json:"approval,omitempty"`
 	Updated    time.Time `json:"updated"`
 }
 
@@ -150,7 +161,29 @@ type Update struct {
 func (u *Update) apply(r *Record) {
 	r.State, r.Status, r.Attempts, r.Latency = u.State, u.Status, u.Attempts, u.Latency
 	r.Outcome, r.Error, r.StoppedAt, r.ResolvedBy, r.Updated = u.Outcome, u.Error, u.StoppedAt, u.ResolvedBy, u.Updated
+	r.Approval = u.Approval
 }
+
+// Approval is a confirmation gate's hold on a handoff (docs/gates.md).
+type Approval struct {
+	// Gate names the rule that held the handoff.
+	Gate string `json:"gate"`
+	// Expires is when the hold ends undecided.
+	Expires time.Time `json:"expires"`
+	// Decision is approved, denied or expired once decided; By the
+	// approver's identity, At when, and Reason what they said.
+	Decision string    `json:"decision,omitempty"`
+	By       string    `json:"by,omitempty"`
+	At       *time.Time `json:"at,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// The decisions.
+const (
+	DecisionApproved = "approved"
+	DecisionDenied   = "denied"
+	DecisionExpired  = "expired"
+)
 
 // JournalSummary counts what the call journal did with the calls an agent
 // made to journaled destinations while it handled one inbound handoff.
