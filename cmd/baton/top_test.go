@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -192,27 +191,6 @@ func TestTopErrors(t *testing.T) {
 	for _, args := range [][]string{{"top", "--interval", "0s"}, {"top", "extra"}, {"top", "--bogus"}} {
 		if err := run(context.Background(), args, io.Discard, io.Discard, noEnv); exitCode(err) != 2 {
 			t.Errorf("%q: %v, want a usage error", args, err)
-		}
-	}
-}
-
-func TestQuantile(t *testing.T) {
-	t.Parallel()
-	inf := math.Inf(1)
-	tests := []struct {
-		buckets map[float64]float64
-		q       float64
-		want    string
-	}{
-		{map[float64]float64{0.01: 0, 0.1: 10, inf: 10}, 0.5, "55.0ms"},
-		{map[float64]float64{0.001: 5, 0.01: 10, inf: 10}, 0.99, "9.8ms"},
-		{map[float64]float64{1: 0, 10: 0, inf: 4}, 0.5, ">10.00s"},
-		{map[float64]float64{0.0005: 4, inf: 4}, 0.5, "250µs"},
-		{map[float64]float64{inf: 0}, 0.5, "-"},
-	}
-	for _, tc := range tests {
-		if got := quantile(tc.buckets, tc.q); got != tc.want {
-			t.Errorf("quantile(%v, %g) = %q, want %q", tc.buckets, tc.q, got, tc.want)
 		}
 	}
 }
