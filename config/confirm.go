@@ -154,6 +154,9 @@ func (c *Config) validateConfirm(bad badFunc) {
 			bad(p+".name", ap.Name, "names an agent in trust.peers: an approver is a person, never an agent")
 		}
 	}
+	if c.GatesOn() && c.AdminToken == "" && len(a.Approvers) == 0 {
+		bad("approvals.approvers", nil, "must name an approver, or admin_token be set: a confirmation gate needs someone to decide")
+	}
 	for i, e := range c.Edges {
 		g := e.Confirm
 		if g == nil {

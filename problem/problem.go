@@ -58,6 +58,12 @@ const (
 	BatchTooLarge       Class = "batch-too-large"
 	ToolDenied          Class = "tool-denied"
 	SessionNotYours     Class = "session-not-yours"
+	ApprovalDenied      Class = "approval-denied"
+	ApprovalExpired     Class = "approval-expired"
+	NotHoldable         Class = "not-holdable"
+	ApproverRequired    Class = "approver-required"
+	SelfApproval        Class = "self-approval"
+	NotPending          Class = "not-pending"
 )
 
 type classInfo struct {
@@ -99,6 +105,12 @@ var classes = map[Class]classInfo{
 	BatchTooLarge:       {"JSON-RPC batch too large", http.StatusRequestEntityTooLarge, -32600},
 	ToolDenied:          {"Tool not allowed on this edge", http.StatusForbidden, -32076},
 	SessionNotYours:     {"MCP session of another agent", http.StatusForbidden, -32077},
+	ApprovalDenied:      {"Handoff denied by an approver", http.StatusForbidden, -32078},
+	ApprovalExpired:     {"Handoff approval expired", http.StatusGone, -32079},
+	NotHoldable:         {"Handoff cannot be held for approval", http.StatusRequestEntityTooLarge, -32080},
+	ApproverRequired:    {"Approver identity required", http.StatusUnauthorized, -32071},
+	SelfApproval:        {"An agent cannot decide its own handoff", http.StatusForbidden, -32081},
+	NotPending:          {"Approval already decided", http.StatusConflict, -32082},
 }
 
 // Type returns the class's type URI.

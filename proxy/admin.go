@@ -26,6 +26,10 @@ func (s *Server) adminRouter() http.Handler {
 		}
 		s.recordRoutes(r)
 	})
+	// The console (console.go) signs in on its own: the admin token, then
+	// a session cookie.
+	s.consoleRoutes(r)
+	s.approvalRoutes(r) // approvers too: its own authentication
 	s.metricsRoute(r)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.NotFound, "no admin endpoint "+r.URL.Path)

@@ -1,13 +1,125 @@
 package proxy
 
-import "crypto/subtle"
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/trust"
+)
+
+// approvers are the identities that may decide held handoffs
+// (docs/gates.md): the holder of admin_token ("admin"), each approver by its
+// bearer token, and each approver by requests signed with its keys. The
+// agent's own identity key is known too, under the agent's name, so that a
+// request it signs is recognised as the agent's, and refused.
+type approvers struct {
+	tokens   map[string]string // token → approver
+	verifier *trust.Verifier   // approvers' keys and the agent's own; nil: none
+}
+
+func newApprovers(c *config.Config, env func(string) string, own *trust.Signer) (*approvers, error) {
+	a := &approvers{tokens: map[string]string{}}
+	lines := map[string][]string{}
+	var errs []error
+	for _, ap := range c.Approvals.Approvers {
+		if ap.TokenEnv != "" {
+			tok := env(ap.TokenEnv)
+			if len(tok) < config.MinApproverToken {
+				errs = append(errs, fmt.Errorf("approvals.approvers %s: %s must hold a token of at least %d characters",
+					ap.Name, ap.TokenEnv, config.MinApproverToken))
+				continue
+			}
+			a.tokens[tok] = ap.Name
+		}
+		if len(ap.Keys) > 0 {
+			lines[ap.Name] = ap.Keys
+		}
+	}
+	if len(lines) > 0 {
+		if own != nil {
+			lines[c.Agent] = []string{own.Key().Public().String()}
+		}
+		b, err := trust.ParseBundle(lines)
+		if err == nil {
+			a.verifier, err = trust.NewVerifier(b, c.Trust.Skew.D())
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("approvals.approvers keys: %w", err))
+		}
+	}
+	return a, errors.Join(errs...)
+}
 
 // adminIdentity names who presents token on the admin API: "admin" for
-// the admin token. ok is false for any other token (and for every token
-// when no admin token is configured).
+// the admin token, an approver's name for its token. ok is false for any
+// other token.
 func (s *Server) adminIdentity(token string) (who string, ok bool) {
 	if s.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AdminToken)) == 1 {
 		return "admin", true
 	}
+	if s.approvers != nil {
+		for tok, name := range s.approvers.tokens {
+			if subtle.ConstantTimeCompare([]byte(token), []byte(tok)) == 1 {
+				return name, true
+			}
+		}
+	}
 	return "", false
+}
+
+// errNoIdentity reports a request that names no approver.
+var errNoIdentity = errors.New("no approver identity: send Authorization: Bearer <admin or approver token>, or sign the request with an approver's key")
+
+// approverOf names who sent r, a request on the admin API, with its body:
+// by a bearer token, or by an RFC 9421 signature with an approver's key
+// (whose nonce is then spent). A signature that does not verify is an
+// error, never a fallback to another identity.
+func (s *Server) approverOf(r *http.Request, body []byte) (string, error) {
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		if who, ok := s.adminIdentity(strings.TrimPrefix(h, "Bearer ")); ok {
+			return who, nil
+		}
+		return "", errors.New("the bearer token is neither the admin token nor an approver's")
+	}
+	if r.Header.Get(trust.HeaderSignature) != "" {
+		if s.approvers == nil || s.approvers.verifier == nil {
+			return "", errors.New("the request is signed, and no approver has keys (approvals.approvers[].keys)")
+		}
+		v, err := s.approvers.verifier.Verify(trust.RequestMessage(r, body), time.Now())
+		if err != nil {
+			return "", fmt.Errorf("signature: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		ok, _, err := s.store.Claim(ctx, "approval-nonce:"+v.KeyID+":"+v.Nonce, []byte{1}, time.Until(v.NonceUntil))
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("the signature's nonce could not be checked: %w", err)
+		case !ok:
+			return "", errors.New("signature: the nonce was used before (a replayed request)")
+		}
+		return v.Agent, nil
+	}
+	return "", errNoIdentity
+}
+
+// readBody reads an admin request's body, at most 64 KiB.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 64<<10 {
+		return nil, errors.New("the body is over 64 KiB")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
 }

@@ -44,6 +44,8 @@ type edge struct {
 	log        *slog.Logger
 	signer     *trust.Signer // nil: handoffs go unsigned
 	obs        *edgeObs      // metrics and span detail (edge_metrics.go); nil: none
+	gate       *gate         // the edge's confirmation gate (gate.go); nil: none
+	approvals  *approvals    // what holds gated handoffs (approvals.go)
 
 	deadLetters atomic.Int64 // dead letters written (or logged when the store refused)
 	replaying   atomic.Bool  // an auto replay of the edge's dead letters is running
@@ -113,6 +115,16 @@ func (e *edge) RoundTrip(req *http.Request) (*http.Response, error) {
 	in := middleware.InfoFromContext(req.Context())
 	rec, replay := req.Context().Value(recordKey{}).(*record.Record)
 	body := []byte(nil)
+	if !replay && e.gate != nil {
+		if resp := e.approvals.taskRead(req, in, e.to); resp != nil {
+			return resp, nil
+		}
+		if rule, ok := e.gate.match(req, in); ok {
+			if resp, err := e.approvals.hold(e, req, in, rule); resp != nil || err != nil {
+				return resp, err
+			}
+		}
+	}
 	if replay {
 		body = rec.Request.Body
 	} else {

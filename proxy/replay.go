@@ -75,45 +75,15 @@ func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 	if !rec.Replayable || rec.Request == nil {
 		return nil, ErrNotReplayable
 	}
-	e, ok := s.edges[rec.To]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownPeer, rec.To)
-	}
-
-	// Continue the original trace on a new span linked to the original.
-	orig := spanContext(rec)
-	ctx = trace.ContextWithRemoteSpanContext(context.WithoutCancel(ctx), orig)
-	ctx, span := s.tracer.Start(ctx, "invoke_agent "+rec.To+" (replay)", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithLinks(trace.Link{SpanContext: orig}), trace.WithAttributes(
-			middleware.AttrOperation.String("invoke_agent"), middleware.AttrAgentName.String(rec.To),
-			middleware.AttrEdge.String(rec.Edge()), middleware.AttrHop.Int(rec.Hop),
-			middleware.AttrEdgeFrom.String(rec.From), middleware.AttrEdgeTo.String(rec.To)))
-	defer span.End()
-	if rec.Key != "" {
-		span.SetAttributes(middleware.KeyDigestAttr(rec.Key))
-	}
-
-	req, err := http.NewRequestWithContext(withRecord(ctx, rec), rec.Request.Method, rec.Request.URL,
-		bytes.NewReader(rec.Request.Body))
+	res := &ReplayResult{Record: rec}
+	resp, done, err := s.resend(ctx, rec, record.Replayed, "replay")
 	if err != nil {
-		return nil, fmt.Errorf("proxy: rebuilding %s: %w", id, err)
-	}
-	req.Header = rec.Request.Header.Clone()
-	req.Header.Del(middleware.HeaderTraceparent)
-	s.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
-	if len(rec.Request.Body) == 0 {
-		req.Body = http.NoBody
-	}
-
-	rec.State, rec.Updated = record.Replayed, time.Now()
-	if err := s.book.Write(ctx, rec); err != nil {
 		return nil, err
 	}
-	res := &ReplayResult{Record: rec}
-	resp, err := e.RoundTrip(req)
-	if err == nil {
-		defer resp.Body.Close()
+	defer done()
+	if resp != nil {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
 		res.Status, res.Response = resp.StatusCode, string(body)
 	}
 	if rec.State == record.Dead {
@@ -124,6 +94,52 @@ func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 		s.log.Warn("replayed dead letter still listed", "record_id", id, "error", err.Error())
 	}
 	return res, nil
+}
+
+// resend sends rec's checkpoint again with its original idempotency key,
+// trace and hop, on a new span linked to the original (named for why), so
+// that the receiver's dedupe window makes the resend of already-delivered
+// work harmless. rec is written in state first before anything is sent, and
+// ends delivered or dead. The answer's body is the caller's to close (resp
+// is nil when no answer came: rec says why); done ends the span.
+func (s *Server) resend(ctx context.Context, rec *record.Record, first record.State, why string) (resp *http.Response, done func(), err error) {
+	e, ok := s.edges[rec.To]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownPeer, rec.To)
+	}
+	orig := spanContext(rec)
+	ctx = trace.ContextWithRemoteSpanContext(context.WithoutCancel(ctx), orig)
+	ctx, span := s.tracer.Start(ctx, "invoke_agent "+rec.To+" ("+why+")", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithLinks(trace.Link{SpanContext: orig}), trace.WithAttributes(
+			middleware.AttrOperation.String("invoke_agent"), middleware.AttrAgentName.String(rec.To),
+			middleware.AttrEdge.String(rec.Edge()), middleware.AttrHop.Int(rec.Hop),
+			middleware.AttrEdgeFrom.String(rec.From), middleware.AttrEdgeTo.String(rec.To)))
+	done = func() { span.End() }
+	if rec.Key != "" {
+		span.SetAttributes(middleware.KeyDigestAttr(rec.Key))
+	}
+	req, err := http.NewRequestWithContext(withRecord(ctx, rec), rec.Request.Method, rec.Request.URL,
+		bytes.NewReader(rec.Request.Body))
+	if err != nil {
+		done()
+		return nil, nil, fmt.Errorf("proxy: rebuilding %s: %w", rec.ID, err)
+	}
+	req.Header = rec.Request.Header.Clone()
+	req.Header.Del(middleware.HeaderTraceparent)
+	s.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	if len(rec.Request.Body) == 0 {
+		req.Body = http.NoBody
+	}
+	rec.State, rec.Updated = first, time.Now()
+	if err := s.book.Write(ctx, rec); err != nil {
+		done()
+		return nil, nil, err
+	}
+	resp, err = e.RoundTrip(req)
+	if err != nil {
+		return nil, done, nil // rec says what happened
+	}
+	return resp, done, nil
 }
 
 // replayEdge replays every dead letter of the edge to peer, oldest first,

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,10 @@ type Server struct {
 	edges   map[string]*edge // by peer
 	sm      *serverMetrics   // metrics (edge_metrics.go)
 	tp      *transparent     // nil unless intercept.mode is transparent
+	con     *console         // the operator console (console.go)
+
+	approvals *approvals // held handoffs (approvals.go)
+	approvers *approvers // who may decide them (admin_identity.go)
 
 	egress, ingress, admin *http.Server
 
@@ -136,6 +141,22 @@ func New(o Options) (*Server, error) {
 	}
 	if err := s.observeEdges(); err != nil {
 		return nil, err
+	}
+	if s.approvers, err = newApprovers(c, env, ts.signer); err != nil {
+		return nil, err
+	}
+	am, err := newApprovalMetrics(o.MeterProvider)
+	if err == nil {
+		err = am.observePending(o.MeterProvider, c.Agent, func(ctx context.Context) (int64, error) {
+			return s.book.PendingCount(ctx, c.Agent)
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.approvals = newApprovals(s, am)
+	for name, e := range s.edges {
+		e.gate, e.approvals = newGate(c, name), s.approvals
 	}
 
 	egressProxy := &httputil.ReverseProxy{
@@ -242,7 +263,7 @@ func New(o Options) (*Server, error) {
 		middleware.Handle(hs),
 	).Handler(ingressProxy)
 
-	s.egress = s.httpServer(eg, errLog)
+	s.egress = s.httpServer(agentFacing(eg, s.agentApprovals), errLog)
 	s.ingress = s.httpServer(ig, errLog)
 	s.admin = s.httpServer(s.adminRouter(), errLog)
 	return s, nil
@@ -421,6 +442,9 @@ func (s *Server) startBackground() {
 		return
 	}
 	s.backgroundLocked(func(ctx context.Context) { s.letters.load(ctx, s.cfg.Agent) })
+	if s.cfg.GatesOn() {
+		s.backgroundLocked(s.approvals.sweep)
+	}
 	for name := range s.edges {
 		if e, ok := s.cfg.OutEdge(name); ok && e.AutoReplay {
 			every := max(s.cfg.BreakerFor(name).OpenFor.D(), 100*time.Millisecond)
@@ -446,6 +470,19 @@ func (s *Server) backgroundLocked(fn func(ctx context.Context)) {
 		defer s.bg.Done()
 		fn(s.bgCtx)
 	}()
+}
+
+// agentFacing serves Baton's own paths for the agent on the egress listener
+// (its approvals: origin-form requests under ApprovalPathPrefix) and passes
+// everything else to the egress chain.
+func agentFacing(egress http.Handler, approvals http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Host == "" && strings.HasPrefix(r.URL.Path, ApprovalPathPrefix) {
+			approvals(w, r)
+			return
+		}
+		egress.ServeHTTP(w, r)
+	})
 }
 
 // routedTransport sends handoffs along their peer's edge (records,

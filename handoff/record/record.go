@@ -172,10 +172,10 @@ type Approval struct {
 	Expires time.Time `json:"expires"`
 	// Decision is approved, denied or expired once decided; By the
 	// approver's identity, At when, and Reason what they said.
-	Decision string    `json:"decision,omitempty"`
-	By       string    `json:"by,omitempty"`
+	Decision string     `json:"decision,omitempty"`
+	By       string     `json:"by,omitempty"`
 	At       *time.Time `json:"at,omitempty"`
-	Reason   string    `json:"reason,omitempty"`
+	Reason   string     `json:"reason,omitempty"`
 }
 
 // The decisions.

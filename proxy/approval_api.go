@@ -1,0 +1,212 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/problem"
+)
+
+// approvalRoutes serves the approvals on the admin listener:
+//
+//	GET  /v1/approvals?offset=&limit=    this agent's pending approvals, soonest to expire first
+//	GET  /v1/approvals/{id}              one approval (any state) with its checkpoint
+//	POST /v1/approvals/{id}/approve      {"reason": "..."} optional
+//	POST /v1/approvals/{id}/deny         {"reason": "..."} required
+//
+// Reading needs what the rest of the admin API needs (the admin token, when
+// one is set) or an approver's token; deciding needs an approver identity
+// (docs/gates.md), and the agent's own identity is refused.
+func (s *Server) approvalRoutes(r chi.Router) {
+	r.Get("/v1/approvals", s.readApprovals(s.listApprovals))
+	r.Get("/v1/approvals/{id}", s.readApprovals(s.getApproval))
+	r.Post("/v1/approvals/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.decideHTTP(w, r, true) })
+	r.Post("/v1/approvals/{id}/deny", func(w http.ResponseWriter, r *http.Request) { s.decideHTTP(w, r, false) })
+}
+
+// readApprovals lets a reader through: anyone when the admin API is open,
+// else the admin or an approver.
+func (s *Server) readApprovals(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.AdminToken != "" {
+			tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if _, ok := s.adminIdentity(tok); !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="baton-admin"`)
+				problem.Write(w, r, problem.Unauthorized, "the approvals API needs Authorization: Bearer <admin or approver token>")
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// PendingPage is the JSON of GET /v1/approvals.
+type PendingPage struct {
+	Total   int64           `json:"total"`
+	Offset  int             `json:"offset"`
+	Limit   int             `json:"limit"`
+	Records []record.Record `json:"records"`
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	offset, err1 := atoiDefault(q.Get("offset"), 0)
+	limit, err2 := atoiDefault(q.Get("limit"), 50)
+	if err1 != nil || err2 != nil || offset < 0 || limit < 1 || limit > 500 {
+		problem.Write(w, r, problem.BadRequest, "offset must be >= 0 and limit between 1 and 500")
+		return
+	}
+	recs, total, err := s.book.Pending(r.Context(), s.cfg.Agent, offset, limit)
+	if err != nil {
+		s.storeProblem(w, r, err)
+		return
+	}
+	for i := range recs {
+		if recs[i].Request != nil {
+			recs[i].Request.Body = nil // the list stays small; GET /v1/approvals/{id} has it
+		}
+	}
+	writeJSON(w, http.StatusOK, PendingPage{Total: total, Offset: offset, Limit: limit, Records: recs})
+}
+
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
+	rec, ok := s.ownedRecord(w, r)
+	if !ok {
+		return
+	}
+	if rec.Approval == nil {
+		problem.Write(w, r, problem.NotFound, rec.ID+" is a record no gate held")
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// DecisionRequest is the JSON body of an approve or deny.
+type DecisionRequest struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) decideHTTP(w http.ResponseWriter, r *http.Request, approve bool) {
+	body, err := readBody(r)
+	if err != nil {
+		problem.Write(w, r, problem.BadRequest, "reading the body: "+err.Error())
+		return
+	}
+	who, err := s.approverOf(r, body)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="baton-approvals"`)
+		problem.Write(w, r, problem.ApproverRequired, err.Error())
+		return
+	}
+	var d DecisionRequest
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &d); err != nil {
+			problem.Write(w, r, problem.BadRequest, `the body must be JSON like {"reason": "..."}: `+err.Error())
+			return
+		}
+	}
+	if !approve && strings.TrimSpace(d.Reason) == "" {
+		problem.Write(w, r, problem.BadRequest, "a denial needs a reason: the agent is told it")
+		return
+	}
+	res, err := s.Decide(r.Context(), chi.URLParam(r, "id"), who, approve, d.Reason)
+	if err != nil {
+		s.decisionProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// decisionProblem answers a refused decision.
+func (s *Server) decisionProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var np *NotPendingError
+	switch {
+	case errors.Is(err, ErrSelfApproval):
+		problem.Write(w, r, problem.SelfApproval, err.Error())
+	case errors.As(err, &np):
+		d := problem.New(r, problem.NotPending, err.Error()).With("state", string(np.Record.State))
+		if np.Record.Approval != nil && np.Record.Approval.By != "" {
+			d.With("decided_by", np.Record.Approval.By)
+		}
+		d.Write(w)
+	case errors.Is(err, ErrNotPending):
+		problem.Write(w, r, problem.NotPending, err.Error())
+	case errors.Is(err, ErrNotHeld):
+		problem.Write(w, r, problem.NotFound, err.Error())
+	default:
+		s.recordProblem(w, r, err)
+	}
+}
+
+// agentApprovals serves the agent's side on the egress listener: GET
+// ApprovalPathPrefix+ID answers where its held handoff stands (202 while
+// held, then the peer's answer, or the denial or expiry as a problem).
+// Any other method there is the agent trying to decide its own handoff,
+// refused.
+func (s *Server) agentApprovals(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, ApprovalPathPrefix)
+	id, action, _ := strings.Cut(rest, "/")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		problem.Write(w, r, problem.SelfApproval, "an agent cannot decide its own handoffs; approvers decide them on the admin API or the console")
+		return
+	}
+	if action != "" {
+		problem.Write(w, r, problem.NotFound, "no such approval resource: GET "+ApprovalPathPrefix+"{id}")
+		return
+	}
+	rec, err := s.book.Get(r.Context(), id)
+	switch {
+	case errors.Is(err, record.ErrNotFound) || (err == nil && (rec.Approval == nil || rec.From != s.cfg.Agent)):
+		problem.Write(w, r, problem.NotFound, "no approval "+id+" of this agent (unknown, or past retention)")
+		return
+	case err != nil:
+		s.storeProblem(w, r, err)
+		return
+	}
+	resp := s.approvals.answer(r, nil, rec)
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	if r.Method != http.MethodHead {
+		_, _ = io.Copy(w, resp.Body)
+	}
+}
+
+// taskRead answers the agent's A2A task read (GetTask, tasks/get) of a task
+// that is one of its approvals on this edge; nil for any other request.
+func (a *approvals) taskRead(req *http.Request, in *middleware.Info, peer string) *http.Response {
+	if !isA2AGet(in) || !in.Buffered {
+		return nil
+	}
+	var body struct {
+		Params struct {
+			ID   string `json:"id"`
+			Name string `json:"name"` // A2A 1.0: "tasks/{id}"
+		} `json:"params"`
+	}
+	if json.Unmarshal(in.Body, &body) != nil {
+		return nil
+	}
+	id := body.Params.ID
+	if id == "" {
+		id = strings.TrimPrefix(body.Params.Name, "tasks/")
+	}
+	if record.TraceOf(id) == "" {
+		return nil
+	}
+	rec, err := a.book.Get(req.Context(), id)
+	if err != nil || rec.Approval == nil || rec.From != a.s.cfg.Agent || rec.To != peer {
+		return nil
+	}
+	in.Call.Settle(middleware.CallAnswered)
+	return a.answer(req, in, rec)
+}
