@@ -25,14 +25,23 @@ func newAdminClient(addr string, env func(string) string) *adminClient {
 	return &adminClient{addr: addr, token: env("BATON_ADMIN_TOKEN"), http: &http.Client{Timeout: 30 * time.Second}}
 }
 
+// url is path on the admin listener.
+func (c *adminClient) url(path string) string {
+	if strings.Contains(c.addr, "://") {
+		return strings.TrimSuffix(c.addr, "/") + path
+	}
+	return "http://" + c.addr + path
+}
+
 // do sends a request and decodes a JSON answer into v; a problem document
 // becomes an error carrying its detail.
 func (c *adminClient) do(method, path string, v any) error {
-	u := "http://" + c.addr + path
-	if strings.Contains(c.addr, "://") {
-		u = strings.TrimSuffix(c.addr, "/") + path
-	}
-	req, err := http.NewRequest(method, u, nil)
+	return c.doWith(method, path, func() (*http.Request, error) { return http.NewRequest(method, c.url(path), nil) }, v)
+}
+
+// doWith is do with the request built by build.
+func (c *adminClient) doWith(method, path string, build func() (*http.Request, error), v any) error {
+	req, err := build()
 	if err != nil {
 		return err
 	}

@@ -330,6 +330,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	p("     %d %s\n", status, detail)
+	if err := demoGate(ctx, p, start, loop); err != nil {
+		return err
+	}
 	p("\nDone: the Batons and the demo agents shut down.\n")
 	return nil
 }

@@ -60,8 +60,9 @@ Usage:
                                  resumes there (replayed, then re-sent with its key)
                                  with no step run twice, the trace tree, a retry
                                  answered from the dedupe window, a stream, copied web
-                                 text labelled untrusted and spotlighted (-v: the
-                                 Batons' JSON logs on stderr)
+                                 text labelled untrusted and spotlighted, a refund
+                                 held by a confirmation gate and approved from the CLI
+                                 (-v: the Batons' JSON logs on stderr)
   baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
                                  print a trace's handoff records as a tree (from one or
                                  more Batons); --verify checks each hash chain, exit 1
@@ -70,7 +71,7 @@ Usage:
   baton dlq show|replay|drop ID [--admin HOST:PORT]
                                  list, inspect, replay or drop the dead letters of that
                                  Baton's agent (another agent's are refused, naming it)
-` + topUsage + `  baton envelope validate [flags] FILE...
+` + approveUsage + topUsage + `  baton envelope validate [flags] FILE...
                                  check handoff envelopes (bare, or inside an A2A
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
@@ -91,7 +92,7 @@ serve
   requests finish within shutdown_grace, and exits 0. BATON_CONFIG may name
   FILE instead of --config.
 
-trace, dlq and top
+trace, dlq, approvals, approve, deny and top
   Talk to a Baton's admin listener (default 127.0.0.1:15000); BATON_ADMIN_TOKEN is
   sent as a bearer token when set.
 
@@ -132,6 +133,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return traceCmd(rest, stdout, env)
 	case "dlq":
 		return dlqCmd(rest, stdout, env)
+	case "approvals":
+		return approvalsCmd(rest, stdout, env)
+	case "approve", "deny":
+		return decideCmd(cmd == "approve", rest, stdout, env)
 	case "top":
 		return topCmd(ctx, rest, stdout, env)
 	case "demo":
