@@ -30,6 +30,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 
 	"github.com/batonproxy/baton/handoff"
+	"github.com/batonproxy/baton/proxy"
 )
 
 // a2aEnvelopeKey is where an A2A message carries the handoff envelope.
@@ -190,10 +191,18 @@ type a2aPath struct {
 	client  *a2aclient.Client
 	wire    *a2aWire
 	arrived *seen // the HTTP requests the SDK server was given, with bodies
+	sender  *baton
 }
 
 // startA2APath starts the path with receiverExtra added to B's config.
 func startA2APath(t *testing.T, exec *a2aExecutor, route a2aRoute, receiverExtra string) *a2aPath {
+	t.Helper()
+	return startA2APathWith(t, exec, route, receiverExtra, "", nil)
+}
+
+// startA2APathWith is startA2APath with senderExtra added to A's config,
+// and A's Options adjusted by opts.
+func startA2APathWith(t *testing.T, exec *a2aExecutor, route a2aRoute, receiverExtra, senderExtra string, opts func(*proxy.Options)) *a2aPath {
 	t.Helper()
 	p := &a2aPath{arrived: &seen{}}
 	sdk := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(exec, a2asrv.WithLogger(slog.New(slog.DiscardHandler))))
@@ -211,8 +220,9 @@ func startA2APath(t *testing.T, exec *a2aExecutor, route a2aRoute, receiverExtra
 	}))
 	t.Cleanup(agent.Close)
 	b := startBaton(t, "agent: summarizer\nupstream: "+agent.URL+"\n"+receiverExtra, nil)
-	a := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://"+
-		b.IngressAddr()+"}}\n", nil)
+	a := startBatonWith(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://"+
+		b.IngressAddr()+"}}\n"+senderExtra, nil, opts)
+	p.sender = a
 
 	tr := route.transport(a.EgressAddr())
 	t.Cleanup(tr.CloseIdleConnections)

@@ -117,6 +117,9 @@ func a2aTaskFromAnswer(req *http.Request, in *middleware.Info, rec *record.Recor
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": rpcID(in), "error": peer.Error})
 		return synthesized(req, http.StatusOK, "application/json", body)
 	}
+	done := *rec
+	done.State = record.Delivered // the peer answered, whatever write of rec is still on its way
+	rec = &done
 	var result map[string]any
 	if json.Unmarshal(peer.Result, &result) != nil {
 		return a2aResult(req, in, peer.Result)

@@ -77,6 +77,13 @@ func (a *countingAgent) perKey() map[string]int {
 
 func startRefundChain(t *testing.T, newStore func() state.Store, confirm string) *refundChain {
 	t.Helper()
+	return startRefundChainWith(t, newStore, confirm, "", nil)
+}
+
+// startRefundChainWith is startRefundChain with approvalsExtra added to the
+// planner's approvals block and its Options adjusted by opts.
+func startRefundChainWith(t *testing.T, newStore func() state.Store, confirm, approvalsExtra string, opts func(*proxy.Options)) *refundChain {
+	t.Helper()
 	t.Setenv("ALICE_TOKEN", aliceToken)
 	ag := &countingAgent{}
 	srv := httptest.NewServer(ag)
@@ -87,9 +94,14 @@ func startRefundChain(t *testing.T, newStore func() state.Store, confirm string)
 	}
 	y := "agent: planner\nupstream: http://127.0.0.1:1\nadmin_token: " + adminTok + "\n" +
 		"peers: {payments: {url: http://" + payments.IngressAddr() + "}}\n" +
-		"approvals: {approvers: [{name: alice, token_env: ALICE_TOKEN}]}\n" +
+		"approvals: {approvers: [{name: alice, token_env: ALICE_TOKEN}]" + approvalsExtra + "}\n" +
 		"edges: [{to: payments, confirm: " + confirm + "}]\n"
-	planner := startBatonWith(t, y, newStore(), func(o *proxy.Options) { o.Env = envFunc })
+	planner := startBatonWith(t, y, newStore(), func(o *proxy.Options) {
+		o.Env = envFunc
+		if opts != nil {
+			opts(o)
+		}
+	})
 	return &refundChain{planner: planner, payments: payments, agent: ag, store: newStore, plannerYAML: y}
 }
 
