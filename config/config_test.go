@@ -293,6 +293,36 @@ func TestParseInvalid(t *testing.T) {
 				`edges[0].mcp.deny_tools[0]: must be a tool name or a glob like search_*, got ""`,
 			},
 		},
+		{
+			name: "confirmation gates",
+			in: func(*testing.T) string {
+				return minimal + "peers: {b: {url: http://127.0.0.1:1}}\n" +
+					"approvals: {expires: 10ms, notify: ftp://x, approvers: [{name: analyst, token_env: T}, {name: bob}, {name: carol, keys: [nokey]}]}\n" +
+					"edges: [{to: b, confirm: {wait: 1h, when: [{}, {target: \"/[\", field: amount, over: 1}, {methods: [post], over: 2}]}},\n" +
+					"  {from: c, confirm: {}}]\n"
+			},
+			want: []string{
+				`approvals.expires: must be a duration of at least 1s, got "10ms"`,
+				`approvals.notify: must be an http:// or https:// URL, got "ftp://x"`,
+				`approvals.approvers[0].name: must not be the agent's own name nor admin: an approver is a person, never the agent, got "analyst"`,
+				`approvals.approvers[1]: must set token_env or keys`,
+				`approvals.approvers[2].keys[0]: must be "KEYID PUBLICKEY" as baton keygen prints it, got "nokey"`,
+				`edges[0].confirm.wait: must be between 0 and 10m, got "1h0m0s"`,
+				`edges[0].confirm.when[0]: sets no condition: leave when empty to hold every handoff`,
+				`edges[0].confirm.when[1].target: must be a name or a glob, got "/["`,
+				`edges[0].confirm.when[1].field: must be a JSON pointer like /side_effects/0/amount, got "amount"`,
+				`edges[0].confirm.when[2].methods[0]: must be an HTTP method in capitals, got "post"`,
+				`edges[0].confirm.when[2]: over and equals need field`,
+				`edges[1].confirm: applies to outbound edges (to) only: the sending agent's Baton holds the handoff`,
+			},
+		},
+		{
+			name: "a gate with nobody to decide",
+			in: func(*testing.T) string {
+				return minimal + "peers: {b: {url: http://127.0.0.1:1}}\nedges: [{to: b, confirm: {}}]\n"
+			},
+			want: []string{`approvals.approvers: must name an approver, or admin_token be set: a confirmation gate needs someone to decide`},
+		},
 		// The document as a whole.
 		{
 			name: "a list instead of a mapping",
