@@ -128,4 +128,3 @@ func FuzzLookupPointer(f *testing.F) {
 		_, _ = lookupPointer(v, ptr) // never panics
 	})
 }
-
