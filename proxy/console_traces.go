@@ -1,0 +1,130 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/batonproxy/baton/handoff/record"
+)
+
+// consoleTraceLookupView is the trace form's data.
+type consoleTraceLookupView struct {
+	Query, Error string
+}
+
+// consoleTraceLookup shows the trace form, or opens the trace it names: a
+// trace id, a record id or a traceparent.
+func (s *Server) consoleTraceLookup(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("id"))
+	if q == "" {
+		s.consoleRender(w, r, http.StatusOK, "traces.html", "traces", consoleTraceLookupView{})
+		return
+	}
+	id := traceIDOf(q)
+	if id == "" {
+		s.consoleRender(w, r, http.StatusBadRequest, "traces.html", "traces", consoleTraceLookupView{Query: q,
+			Error: "A trace id is 32 hex digits (a record id or a traceparent holds one)."})
+		return
+	}
+	http.Redirect(w, r, "/console/traces/"+id, http.StatusSeeOther)
+}
+
+// traceIDOf finds the trace id in q: a trace id, a record id or a
+// traceparent; "" when there is none.
+func traceIDOf(q string) string {
+	q = strings.ToLower(q)
+	if parts := strings.Split(q, "-"); len(parts) == 4 && len(parts[1]) == 32 {
+		q = parts[1] // traceparent: version-traceid-parentid-flags
+	}
+	if len(q) == 32 {
+		q += ".0000000000000000"
+	}
+	return record.TraceOf(q)
+}
+
+// consoleTraceView is a trace's page: its records as a tree, and whether
+// its hash chain is intact.
+type consoleTraceView struct {
+	TraceID  string
+	Roots    []*TraceNode
+	Records  int
+	Entries  int
+	Intact   bool
+	Problems []string
+}
+
+func (s *Server) consoleTrace(w http.ResponseWriter, r *http.Request) {
+	id := traceIDOf(chi.URLParam(r, "trace_id"))
+	if id == "" {
+		s.consoleError(w, r, http.StatusNotFound, "Not found", "A trace id is 32 hex digits.")
+		return
+	}
+	if id != chi.URLParam(r, "trace_id") {
+		http.Redirect(w, r, "/console/traces/"+id, http.StatusMovedPermanently)
+		return
+	}
+	t, err := s.book.Trace(r.Context(), id)
+	if err != nil {
+		s.consoleStoreError(w, r, err, "trace "+id)
+		return
+	}
+	if len(t.Entries) == 0 && t.Tail == "" {
+		s.consoleError(w, r, http.StatusNotFound, "Not found", "No records for trace "+id+" (unknown, or past retention).")
+		return
+	}
+	v := consoleTraceView{TraceID: id, Roots: TraceTree(t.Records), Records: len(t.Records), Entries: len(t.Entries)}
+	var ce *record.ChainError
+	switch err := record.Verify(t.Entries, t.Tail); {
+	case err == nil:
+		v.Intact = true
+	case errors.As(err, &ce):
+		v.Problems = ce.Problems
+	default:
+		v.Problems = []string{err.Error()}
+	}
+	s.consoleRender(w, r, http.StatusOK, "trace.html", "traces", v)
+}
+
+// consoleRecordView is one record's page, with its checkpoint.
+type consoleRecordView struct {
+	R       *record.Record
+	Headers []consoleHeader
+	Body    string
+	Binary  bool // the body is not UTF-8: shown with replacement characters
+	Mine    bool // a dead letter of this agent: it can be replayed or dropped here
+}
+
+type consoleHeader struct {
+	Name   string
+	Values []string
+}
+
+func (s *Server) consoleRecord(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	rec, err := s.book.Get(r.Context(), id)
+	if err != nil {
+		s.consoleStoreError(w, r, err, "record "+id)
+		return
+	}
+	v := consoleRecordView{R: rec, Mine: rec.State == record.Dead && s.owned(rec) == nil}
+	if q := rec.Request; q != nil {
+		for name, vals := range q.Header {
+			v.Headers = append(v.Headers, consoleHeader{Name: name, Values: vals})
+		}
+		sort.Slice(v.Headers, func(i, j int) bool { return v.Headers[i].Name < v.Headers[j].Name })
+		v.Body, v.Binary = string(q.Body), !utf8.Valid(q.Body)
+		if v.Binary {
+			v.Body = strings.ToValidUTF8(v.Body, "\uFFFD")
+		}
+	}
+	s.consoleRender(w, r, http.StatusOK, "record.html", "", v)
+}
+
+// consoleRecordURL is the console page of a record.
+func consoleRecordURL(id string) string { return "/console/records/" + url.PathEscape(id) }
