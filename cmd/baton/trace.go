@@ -102,34 +102,21 @@ func splitFirstArg(args []string) (string, []string) {
 	return "", args
 }
 
-// printTree renders records as a tree by parent record.
+// printTree renders records as a tree by parent record (proxy.TraceTree).
 func printTree(w io.Writer, traceID string, recs []record.Record) {
-	children := map[string][]record.Record{}
-	ids := map[string]bool{}
-	for _, r := range recs {
-		ids[r.ID] = true
-	}
-	var roots []record.Record
-	for _, r := range recs {
-		if r.ParentID != "" && ids[r.ParentID] {
-			children[r.ParentID] = append(children[r.ParentID], r)
-		} else {
-			roots = append(roots, r)
-		}
-	}
 	fmt.Fprintf(w, "trace %s\n", traceID)
-	var walk func(r record.Record, prefix string, last bool)
-	walk = func(r record.Record, prefix string, last bool) {
+	var walk func(n *proxy.TraceNode, prefix string, last bool)
+	walk = func(n *proxy.TraceNode, prefix string, last bool) {
 		branch, next := "├─ ", "│  "
 		if last {
 			branch, next = "└─ ", "   "
 		}
-		fmt.Fprintf(w, "%s%s%s\n", prefix, branch, describeRecord(r))
-		kids := children[r.ID]
-		for i, k := range kids {
-			walk(k, prefix+next, i == len(kids)-1)
+		fmt.Fprintf(w, "%s%s%s\n", prefix, branch, describeRecord(n.Record))
+		for i, k := range n.Children {
+			walk(k, prefix+next, i == len(n.Children)-1)
 		}
 	}
+	roots := proxy.TraceTree(recs)
 	for i, r := range roots {
 		walk(r, "", i == len(roots)-1)
 	}
