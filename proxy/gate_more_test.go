@@ -22,12 +22,12 @@ import (
 	"github.com/batonproxy/baton/trust"
 )
 
-// signedDecision posts an approve signed with key as agent (the approver
-// the key is claimed for).
-func signedDecision(t *testing.T, admin, id string, key *trust.Key, as string) *http.Request {
+// signedDecision is an approve or deny (action) signed with key as agent
+// (the approver the key is claimed for).
+func signedDecision(t *testing.T, admin, id, action string, key *trust.Key, as string) *http.Request {
 	t.Helper()
 	body := []byte(`{"reason":"signed"}`)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+admin+"/v1/approvals/"+id+"/approve", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+admin+"/v1/approvals/"+id+"/"+action, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Baton-Agent", as)
 	req.Header.Set("Baton-Hop", "0")
@@ -76,15 +76,15 @@ func TestGateSignedApprovals(t *testing.T) {
 	c := &refundChain{planner: planner, payments: payments, agent: ag}
 	v := held(t, c.refund(t, 1, "signed-1"))
 
-	if st, p := do(t, signedDecision(t, planner.AdminAddr(), v.ID, own, "planner")); st != http.StatusForbidden ||
+	if st, p := do(t, signedDecision(t, planner.AdminAddr(), v.ID, "approve", own, "planner")); st != http.StatusForbidden ||
 		!strings.HasSuffix(p.Type, "#self-approval") {
 		t.Fatalf("the agent's own key: %d %+v", st, p)
 	}
-	if st, p := do(t, signedDecision(t, planner.AdminAddr(), v.ID, bob, "alice")); st != http.StatusUnauthorized ||
+	if st, p := do(t, signedDecision(t, planner.AdminAddr(), v.ID, "approve", bob, "alice")); st != http.StatusUnauthorized ||
 		!strings.HasSuffix(p.Type, "#approver-required") {
 		t.Fatalf("bob's key claimed for alice: %d %+v", st, p)
 	}
-	good := signedDecision(t, planner.AdminAddr(), v.ID, bob, "bob")
+	good := signedDecision(t, planner.AdminAddr(), v.ID, "approve", bob, "bob")
 	replay := good.Clone(t.Context())
 	if st, p := do(t, good); st != http.StatusOK {
 		t.Fatalf("bob's signed approval: %d %+v", st, p)

@@ -290,6 +290,12 @@ func TestMCPMetricsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_all", Arguments: map[string]any{}})
+	// A call is counted when its answer's body ends, which may be just
+	// after the client has it.
+	eventually(t, "the search_web call is counted", func() bool {
+		v, ok := scrapeMetrics(t, a.AdminAddr()).value("baton_mcp_tool_call_duration_seconds_count", map[string]string{"tool": "search_web"})
+		return ok && v == 1
+	})
 	s := scrapeMetrics(t, a.AdminAddr())
 	edge := func(tool, outcome string) map[string]string {
 		return map[string]string{"from": "a", "to": "tools", "side": "egress", "tool": tool, "outcome": outcome}

@@ -27,6 +27,7 @@ import (
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/trust"
 )
 
 // meteredBaton is a Baton whose metrics are served for Prometheus on its
@@ -222,10 +223,15 @@ func metricsScenario(t *testing.T) *scenario {
 	b := startMetered(t, "agent: summarizer\nupstream: "+ag.URL+"\nadmin_token: s3cret\n"+
 		"edges: [{from: analyst, max_hops: 8, contract: {mode: observe, max_bytes: 100}}]\n")
 	gone := closedAddr(t)
+	ops, err := trust.GenerateKey("ops-1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := startMetered(t, "agent: analyst\nupstream: http://127.0.0.1:1\n"+
-		"peers: {summarizer: {url: http://"+b.IngressAddr()+"}, gone: {url: http://"+gone+"}}\n"+
+		"peers: {summarizer: {url: http://"+b.IngressAddr()+"}, gone: {url: http://"+gone+"}, payments: {url: http://"+b.IngressAddr()+"}}\n"+
+		"approvals: {approvers: [{name: ops, keys: ['"+ops.Public().String()+"']}]}\n"+
 		"edges: [{to: summarizer, max_hops: 8}, {to: gone, retry: {attempts: 1, backoff: 1ms, max_backoff: 1ms}, "+
-		"breaker: {failures: 2, open_for: 1m}}]\n")
+		"breaker: {failures: 2, open_for: 1m}}, {to: payments, confirm: {}}]\n")
 	sc := &scenario{a: a, b: b, gone: gone}
 
 	post := func(host, key, ct, body string, want int) *http.Response {
@@ -259,6 +265,15 @@ func metricsScenario(t *testing.T) *scenario {
 		sc.deadLetters = append(sc.deadLetters, p.RecordID)
 	}
 	post("nobody", "", "application/json", `{}`, 403)
+	// A handoff a gate holds, denied by an approver: nothing is sent.
+	var held proxy.ApprovalView
+	if err := json.NewDecoder(post("payments", "p1", "application/json", `{"refund":1}`, 202).Body).Decode(&held); err != nil {
+		t.Fatal(err)
+	}
+	deny := signedDecision(t, a.AdminAddr(), held.ID, "deny", ops, "ops")
+	if st, p := do(t, deny); st != http.StatusOK {
+		t.Fatalf("denying the held handoff: %d %+v", st, p)
+	}
 	if got.count() != 4 {
 		t.Fatalf("summarizer's agent ran %d times, want 4", got.count())
 	}
@@ -328,7 +343,7 @@ func TestMetricsScrape(t *testing.T) {
 		{"baton_contract_completeness_count", toB, 1},
 		{"baton_contract_completeness_sum", toB, 1},
 		{"baton_envelope_size_bytes_count", toB, 1},
-		{"http_server_request_duration_seconds_count", map[string]string{"side": "egress", "http_request_method": "POST"}, 8},
+		{"http_server_request_duration_seconds_count", map[string]string{"side": "egress", "http_request_method": "POST"}, 9}, // five to summarizer, two to gone, one refused, one held
 		{"http_client_request_duration_seconds_count", map[string]string{"server_address": "summarizer", "http_response_status_code": "200"}, 5},
 		// Two tries to the refusing address; the open breaker let none of the second handoff through.
 		{"http_client_request_duration_seconds_count", map[string]string{"server_address": "gone", "error_type": "_OTHER"}, 2},
