@@ -101,6 +101,9 @@ func (s *Server) consoleRoutes(r chi.Router) {
 		c.Use(s.consoleAuth) // signed in; every POST checked
 		c.Post("/logout", s.consoleLogout)
 		// Pages an approver may use too go here.
+		c.Get("/approvals", s.consoleApprovals)
+		c.Post("/approvals/{id}/approve", s.consoleDecide(true))
+		c.Post("/approvals/{id}/deny", s.consoleDecide(false))
 		c.Group(func(c chi.Router) {
 			c.Use(s.consoleAdmin) // what the admin API's bearer group serves
 			c.Get("/", s.consoleOverview)
