@@ -83,6 +83,13 @@ func (a *approvals) answer(req *http.Request, in *middleware.Info, rec *record.R
 		return a2aTaskAnswer(req, in, rec)
 	}
 	loc := a.location(req, rec.ID)
+	if in != nil && in.RPC != nil {
+		// MCP has no pending state: a JSON-RPC error names the approval.
+		d := newProblem(req, problem.ApprovalPending, rec.Edge()+" call held for confirmation ("+rec.Approval.Gate+
+			") as "+rec.ID+"; its result will be at "+loc).
+			With("approval_id", rec.ID).With("location", loc).With("expires", rec.Approval.Expires)
+		return a.problem(req, in, d)
+	}
 	body, _ := json.Marshal(approvalView(rec, loc))
 	resp := synthesized(req, http.StatusAccepted, "application/json", body)
 	resp.Header.Set("Location", loc)
