@@ -21,6 +21,7 @@ import (
 var a2aStates = map[record.State][2]string{
 	record.Held:      {"auth-required", "TASK_STATE_AUTH_REQUIRED"},
 	record.Approved:  {"working", "TASK_STATE_WORKING"},
+	record.Replayed:  {"working", "TASK_STATE_WORKING"},
 	record.Denied:    {"rejected", "TASK_STATE_REJECTED"},
 	record.Expired:   {"failed", "TASK_STATE_FAILED"},
 	record.Dead:      {"failed", "TASK_STATE_FAILED"},
@@ -41,6 +42,10 @@ func a2aTaskAnswer(req *http.Request, in *middleware.Info, rec *record.Record) *
 		text = "the approval expired undecided"
 	case record.Dead:
 		text = "approved, then dead-lettered: " + rec.Error
+	case record.Replayed:
+		text = "approved, and its dead letter is being replayed"
+	case record.Delivered:
+		text = "approved and delivered; the peer's answer was not kept"
 	}
 	task := a2aTask(in, rec, a2aStatusMessage(in, rec.ID+"-status", text))
 	result := any(task)

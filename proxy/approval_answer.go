@@ -51,7 +51,10 @@ func approvalView(rec *record.Record, location string) ApprovalView {
 // its handoff (req) or to its poll of the approval's Location.
 func (a *approvals) answer(req *http.Request, in *middleware.Info, rec *record.Record) *http.Response {
 	ctx := req.Context()
-	if isA2AGet(in) && rec.State != record.Delivered && rec.State != record.Dead && rec.State != record.Approved {
+	if isA2AGet(in) {
+		if resp := a.storedAnswer(ctx, req, in, rec); resp != nil {
+			return resp
+		}
 		return a2aTaskAnswer(req, in, rec)
 	}
 	switch rec.State {
@@ -64,7 +67,7 @@ func (a *approvals) answer(req *http.Request, in *middleware.Info, rec *record.R
 		d := newProblem(req, problem.ApprovalExpired, rec.Edge()+" handoff "+rec.ID+" was not decided before "+
 			rec.Approval.Expires.UTC().Format(time.RFC3339)+"; send it again to ask again").With("approval_id", rec.ID)
 		return a.problem(req, in, d)
-	case record.Delivered, record.Dead, record.Approved:
+	case record.Delivered, record.Dead, record.Approved, record.Replayed:
 		// Approved: the peer's answer is kept as soon as it came, before
 		// the record's last write lands.
 		if resp := a.storedAnswer(ctx, req, in, rec); resp != nil {
@@ -134,8 +137,8 @@ func newProblem(req *http.Request, c problem.Class, detail string) *problem.Deta
 	return problem.New(req, c, detail)
 }
 
-func notHoldable(req *http.Request, rec *record.Record, limit int64) *problem.Details {
-	return newProblem(req, problem.NotHoldable, rec.Edge()+" needs approval, and its body was streamed or is over records.max_body_bytes ("+
+func notHoldable(req *http.Request, edge string, limit int64) *problem.Details {
+	return newProblem(req, problem.NotHoldable, edge+" needs approval, and its body was streamed or is over records.max_body_bytes ("+
 		strconv.FormatInt(limit, 10)+"): it can be neither held nor sent")
 }
 
@@ -159,6 +162,11 @@ func (a *approvals) storedAnswer(ctx context.Context, req *http.Request, in *mid
 	}
 	if rec.State == record.Dead {
 		resp.Header.Set(HeaderDeadLetter, rec.ID)
+	} else if kept.DeadLetter != "" {
+		resp.Header.Set(HeaderDeadLetter, kept.DeadLetter)
+	}
+	if kept.Truncated {
+		resp.Header.Set(HeaderApproval, resp.Header.Get(HeaderApproval)+"; truncated")
 	}
 	return resp
 }
@@ -169,12 +177,16 @@ type keptAnswer struct {
 	ContentType string `json:"content_type,omitempty"`
 	Body        []byte `json:"body,omitempty"`
 	Truncated   bool   `json:"truncated,omitempty"`
+	DeadLetter  string `json:"dead_letter,omitempty"`
 }
 
 // keepAnswer stores the peer's answer to the approved handoff id for the
 // agent to poll (up to maxAnswerBytes of its body).
 func (a *approvals) keepAnswer(ctx context.Context, id string, resp *http.Response, body []byte) {
 	k := keptAnswer{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: body}
+	if resp.Header.Get(HeaderDeadLetter) != "" {
+		k.DeadLetter = resp.Header.Get(HeaderDeadLetter)
+	}
 	if len(body) > maxAnswerBytes {
 		k.Body, k.Truncated = body[:maxAnswerBytes], true
 	}

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -59,60 +61,65 @@ func newApprovals(s *Server, m *approvalMetrics) *approvals {
 		notify: newNotifier(s.cfg.Approvals.Notify, s.log), m: m, waiters: map[string][]chan struct{}{}}
 }
 
-func approvalKeyKey(edge, key string) string { return "approval-key:" + edge + ":" + key }
 func decisionKey(id string) string           { return "{" + record.TraceOf(id) + "}:approval-decision:" + id }
 func answerKey(id string) string             { return "{" + record.TraceOf(id) + "}:approval-answer:" + id }
 
 // hold answers a handoff the edge's gate matched (rule names the rule):
-// held as a checkpoint, or met with the approval its key already has. It
-// returns nil, nil when the handoff is to be sent after all: its key's
-// approval was approved.
+// held as a checkpoint, or met with the approval the same handoff already
+// has. It returns nil, nil when the handoff is to be sent after all: the
+// same handoff was approved. The same handoff is the same key with the same
+// method, target and body: an approval never covers another request that
+// reuses its key.
 func (a *approvals) hold(e *edge, req *http.Request, in *middleware.Info, rule string) (*http.Response, error) {
 	ctx := req.Context()
+	if !in.Buffered || int64(len(in.Body)) > e.checkpoint {
+		in.Call.Settle(middleware.CallUnsent)
+		return a.problem(req, in, notHoldable(req, in.Edge(), e.checkpoint)), nil
+	}
+	slot := ""
 	if in.Key != "" {
-		id, err := a.approvalOf(ctx, in.Edge(), in.Key)
+		slot = approvalSlot(in.Edge(), in.Key, req, in.Body)
+		prev, err := a.approvalIn(ctx, slot)
 		if err != nil {
 			return a.storeDown(req, in, err), nil
 		}
-		if id != "" {
-			rec, err := a.book.Get(ctx, id)
-			switch {
-			case err == nil && rec.Approval != nil && rec.Approval.Decision == record.DecisionApproved:
-				return nil, nil // approved: the receiver's window answers a re-send
-			case err == nil && rec.State != record.Expired:
-				in.Call.Settle(middleware.CallAnswered)
-				return a.await(req, in, rec, e.gate.wait), nil
+		switch {
+		case prev != nil && prev.Approval != nil && prev.Approval.Decision == record.DecisionApproved:
+			return nil, nil // approved: sent as it was; the receiver's window answers a re-send
+		case prev != nil && prev.State != record.Expired:
+			in.Call.Settle(middleware.CallAnswered)
+			return a.await(req, in, prev, e.gate.wait), nil
+		case prev != nil: // expired: ask again
+			if _, err := a.store.Release(ctx, slot, []byte(prev.ID)); err != nil {
+				return a.storeDown(req, in, err), nil
 			}
-			// Expired, or gone with its retention: hold it anew.
-			_, _ = a.store.Release(ctx, approvalKeyKey(in.Edge(), in.Key), []byte(id))
 		}
 	}
 	rec := e.newRecord(req, in)
-	if !rec.Replayable {
-		in.Call.Settle(middleware.CallUnsent)
-		return a.problem(req, in, notHoldable(req, rec, e.checkpoint)), nil
-	}
 	now := time.Now()
 	rec.State, rec.Updated = record.Held, now
 	rec.Approval = &record.Approval{Gate: rule, Expires: now.Add(e.gate.expires)}
 	rec.Outcome = "held for confirmation (" + rule + ")"
-	if in.Key != "" {
-		ok, cur, err := a.store.Claim(ctx, approvalKeyKey(in.Edge(), in.Key), []byte(rec.ID), a.retention)
+	if slot != "" {
+		ok, _, err := a.store.Claim(ctx, slot, []byte(rec.ID), a.retention)
 		if err != nil {
 			return a.storeDown(req, in, err), nil
 		}
 		if !ok {
 			// The same handoff was held a moment ago by a concurrent send.
-			if prev, err := a.book.Get(ctx, string(cur)); err == nil {
-				in.Call.Settle(middleware.CallAnswered)
-				return a.await(req, in, prev, e.gate.wait), nil
+			prev, err := a.approvalIn(ctx, slot)
+			if err != nil || prev == nil {
+				return a.storeDown(req, in, errors.New("the approval of this handoff is not readable yet")), nil
 			}
-			return a.storeDown(req, in, errors.New("the approval of this key is not readable")), nil
+			in.Call.Settle(middleware.CallAnswered)
+			return a.await(req, in, prev, e.gate.wait), nil
 		}
 	}
 	if err := a.book.Hold(ctx, rec); err != nil {
-		if in.Key != "" {
-			_, _ = a.store.Release(context.WithoutCancel(ctx), approvalKeyKey(in.Edge(), in.Key), []byte(rec.ID))
+		if slot != "" {
+			if _, rerr := a.store.Release(context.WithoutCancel(ctx), slot, []byte(rec.ID)); rerr != nil {
+				a.log.Warn("approvals: a failed hold keeps its key", "record_id", rec.ID, "error", rerr.Error())
+			}
 		}
 		in.Call.Settle(middleware.CallUnsent)
 		return a.storeDown(req, in, err), nil
@@ -125,13 +132,38 @@ func (a *approvals) hold(e *edge, req *http.Request, in *middleware.Info, rule s
 	return a.await(req, in, rec, e.gate.wait), nil
 }
 
-// approvalOf returns the approval id the handoff key has on edge, or "".
-func (a *approvals) approvalOf(ctx context.Context, edge, key string) (string, error) {
-	v, err := a.store.Get(ctx, approvalKeyKey(edge, key))
-	if errors.Is(err, state.ErrNotFound) {
-		return "", nil
+// approvalSlot is the store key naming the approval of one handoff: its
+// edge, its idempotency key, and a digest of its method, target and body.
+func approvalSlot(edge, key string, req *http.Request, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(req.Method + " " + req.URL.RequestURI() + "\n"))
+	h.Write(body)
+	return "approval-key:" + edge + ":" + key + ":" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// approvalIn reads the approval a slot names (nil when none). The record is
+// written just after its slot is claimed: a slot whose record is not there
+// yet is read again for up to two seconds.
+func (a *approvals) approvalIn(ctx context.Context, slot string) (*record.Record, error) {
+	for wait := 20 * time.Millisecond; ; wait *= 2 {
+		v, err := a.store.Get(ctx, slot)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		rec, err := a.book.Get(ctx, string(v))
+		if err == nil {
+			return rec, nil
+		}
+		if !errors.Is(err, record.ErrNotFound) || wait > time.Second {
+			return nil, fmt.Errorf("reading approval %s: %w", v, err)
+		}
+		if !sleep(ctx, wait, time.Time{}) {
+			return nil, ctx.Err()
+		}
 	}
-	return string(v), err
 }
 
 // await waits up to wait for rec's decision, then answers the agent with
@@ -158,11 +190,15 @@ func (a *approvals) wait(ctx context.Context, id string, wait time.Duration) *re
 	defer deadline.Stop()
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
+	woken := ch
 	for {
+		over := false
 		select {
-		case <-ch:
+		case <-woken:
+			woken = nil // closed: heard once, then the poll goes on
 		case <-poll.C:
 		case <-deadline.C:
+			over = true
 		case <-ctx.Done():
 			return nil
 		}
@@ -170,17 +206,20 @@ func (a *approvals) wait(ctx context.Context, id string, wait time.Duration) *re
 		if err != nil {
 			return nil
 		}
-		switch rec.State {
-		case record.Held, record.Approved:
-			select {
-			case <-deadline.C:
-				return rec
-			default:
-				continue
-			}
+		if over || (rec.State != record.Held && rec.State != record.Approved) || a.answered(ctx, rec) {
+			return rec
 		}
-		return rec
 	}
+}
+
+// answered reports whether the peer's answer to the approved handoff rec
+// is kept (it is, before the record's last write lands).
+func (a *approvals) answered(ctx context.Context, rec *record.Record) bool {
+	if rec.State != record.Approved {
+		return false
+	}
+	_, err := a.store.Get(ctx, answerKey(rec.ID))
+	return err == nil
 }
 
 func (a *approvals) forget(id string, ch chan struct{}) {
@@ -248,33 +287,87 @@ func (a *approvals) decide(ctx context.Context, id, who string, approve bool, re
 	if !approve {
 		rec.State, rec.Outcome = record.Denied, "denied by "+who
 		if err := a.settle(ctx, rec); err != nil {
+			a.unclaim(ctx, rec)
 			return nil, err
 		}
 		return &DecisionResult{Record: rec}, nil
 	}
 	rec.State, rec.Outcome = record.Approved, "approved by "+who
-	if err := a.book.Unhold(ctx, rec); err != nil {
-		a.log.Warn("approved handoff still listed as pending", "record_id", id, "error", err.Error())
-	}
-	a.m.decided(rec)
-	res := &DecisionResult{Record: rec}
-	resp, done, err := a.s.resend(ctx, rec, record.Approved, "approved")
-	if err != nil {
-		a.wake(id)
+	// The approval is written before anything is sent, and the handoff stays
+	// listed until it is: a Baton that stops in between sends it when it
+	// starts again (recover).
+	if err := a.book.Write(ctx, rec); err != nil {
+		a.unclaim(ctx, rec)
 		return nil, err
 	}
-	defer done()
-	if resp != nil {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-		resp.Body.Close()
-		res.Status, res.Response = resp.StatusCode, string(body[:min(len(body), 64<<10)])
-		a.keepAnswer(ctx, id, resp, body)
+	a.m.decided(rec)
+	return a.send(ctx, rec)
+}
+
+// send sends the approved handoff rec, keeps the peer's answer for the
+// agent's poll, and takes rec off the pending list once it is delivered or
+// a dead letter.
+func (a *approvals) send(ctx context.Context, rec *record.Record) (*DecisionResult, error) {
+	defer a.wake(rec.ID)
+	res := &DecisionResult{Record: rec}
+	resp, done, err := a.s.resend(ctx, rec, record.Approved, "approved")
+	switch {
+	case errors.Is(err, ErrUnknownPeer):
+		rec.State, rec.Error, rec.Updated = record.Dead, err.Error(), time.Now()
+		rec.Outcome = "approved, and not sent: the peer is no longer configured"
+		if err := a.book.DeadLetter(ctx, rec); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err // approved and listed still: recover sends it
+	default:
+		defer done()
+		if resp != nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+			resp.Body.Close()
+			res.Status, res.Response = resp.StatusCode, string(body[:min(len(body), 64<<10)])
+			a.keepAnswer(ctx, rec.ID, resp, body)
+		}
+	}
+	if err := a.book.Unhold(ctx, rec); err != nil {
+		a.log.Warn("approvals: a sent handoff is still listed as pending", "record_id", rec.ID, "error", err.Error())
 	}
 	if rec.State == record.Dead {
 		res.Error = rec.Error
 	}
-	a.wake(id)
 	return res, nil
+}
+
+// recover sends the approved handoffs still listed: their Baton stopped
+// after the decision and before the send. The receiver's window answers
+// one that was sent after all.
+func (a *approvals) recover(ctx context.Context) {
+	recs, _, err := a.book.Pending(ctx, a.s.cfg.Agent, 0, 1000)
+	if err != nil {
+		a.log.Warn("approvals: approved handoffs not checked at start", "error", err.Error())
+		return
+	}
+	for i := range recs {
+		if recs[i].State == record.Approved {
+			a.resume(ctx, &recs[i])
+		}
+	}
+}
+
+func (a *approvals) resume(ctx context.Context, rec *record.Record) {
+	a.log.Info("approvals: sending a handoff approved before this Baton stopped", "record_id", rec.ID, "by", rec.Approval.By)
+	if _, err := a.send(ctx, rec); err != nil {
+		a.log.Warn("approvals: an approved handoff is not sent yet", "record_id", rec.ID, "error", err.Error())
+	}
+}
+
+// unclaim frees the decision on rec when it could not be recorded, so that
+// it can be made again.
+func (a *approvals) unclaim(ctx context.Context, rec *record.Record) {
+	v := []byte(rec.Approval.Decision + " " + rec.Approval.By)
+	if _, err := a.store.Release(context.WithoutCancel(ctx), decisionKey(rec.ID), v); err != nil {
+		a.log.Warn("approvals: a decision that was not recorded stays claimed", "record_id", rec.ID, "error", err.Error())
+	}
 }
 
 // pending reads the approval id, which must be this agent's and held.
@@ -341,8 +434,9 @@ func (a *approvals) settle(ctx context.Context, rec *record.Record) error {
 	return nil
 }
 
-// expire ends the holds that passed their expiry undecided. A handoff key
-// whose approval expired is free again: sending it again holds it anew.
+// expire ends the holds that passed their expiry undecided (sending the
+// same handoff again holds it anew), and sends those an approver approved
+// whose Baton stopped before sending them.
 func (a *approvals) expire(ctx context.Context) {
 	due, err := a.book.Due(ctx, a.s.cfg.Agent, time.Now(), 100)
 	if err != nil {
@@ -351,11 +445,20 @@ func (a *approvals) expire(ctx context.Context) {
 	}
 	for i := range due {
 		rec := &due[i]
-		if rec.State != record.Held || rec.Approval == nil {
-			_ = a.book.Unhold(ctx, rec) // decided by a Baton that died before unlisting it
+		switch {
+		case rec.State == record.Approved:
+			a.resume(ctx, rec)
+			continue
+		case rec.State != record.Held || rec.Approval == nil:
+			if err := a.book.Unhold(ctx, rec); err != nil { // decided, and left listed by a Baton that stopped
+				a.log.Warn("approvals: a decided handoff is still listed", "record_id", rec.ID, "error", err.Error())
+			}
 			continue
 		}
-		if a.claim(ctx, rec, record.DecisionExpired, "baton") != nil {
+		if err := a.claim(ctx, rec, record.DecisionExpired, "baton"); err != nil {
+			if !errors.Is(err, ErrNotPending) {
+				a.log.Warn("approvals: expiry not claimed", "record_id", rec.ID, "error", err.Error())
+			}
 			continue
 		}
 		now := time.Now()
@@ -363,17 +466,16 @@ func (a *approvals) expire(ctx context.Context) {
 		rec.Approval.Decision, rec.Approval.By, rec.Approval.At = record.DecisionExpired, "baton", &now
 		rec.Outcome = "expired undecided"
 		if err := a.settle(ctx, rec); err != nil {
+			a.unclaim(ctx, rec)
 			a.log.Warn("approvals: expiry not recorded", "record_id", rec.ID, "error", err.Error())
-			continue
-		}
-		if rec.Key != "" {
-			_, _ = a.store.Release(ctx, approvalKeyKey(rec.Edge(), rec.Key), []byte(rec.ID))
 		}
 	}
 }
 
-// sweep expires holds every second until ctx ends.
+// sweep sends what was approved and not sent, then expires holds every
+// second until ctx ends.
 func (a *approvals) sweep(ctx context.Context) {
+	a.recover(ctx)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

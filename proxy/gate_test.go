@@ -32,6 +32,7 @@ type refundChain struct {
 	agent             *countingAgent
 	store             func() state.Store
 	plannerYAML       string
+	agentURL          string // the payments agent
 }
 
 // countingAgent is the payments agent: it counts refunds by key and
@@ -102,7 +103,7 @@ func startRefundChainWith(t *testing.T, newStore func() state.Store, confirm, ap
 			opts(o)
 		}
 	})
-	return &refundChain{planner: planner, payments: payments, agent: ag, store: newStore, plannerYAML: y}
+	return &refundChain{planner: planner, payments: payments, agent: ag, store: newStore, plannerYAML: y, agentURL: srv.URL}
 }
 
 func envFunc(k string) string {
@@ -466,5 +467,74 @@ func TestGateConcurrentDecisions(t *testing.T) {
 	}
 	if ok != 1 || c.agent.count() != 1 {
 		t.Fatalf("%d decisions won, payments ran %d times; want 1 and 1", ok, c.agent.count())
+	}
+}
+
+// A call that waits for a decision that does not come is answered 202 when
+// its wait is over.
+func TestGateWaitEnds(t *testing.T) {
+	c := startRefundChain(t, sharedStore(t), "{wait: 1s}")
+	start := time.Now()
+	v := held(t, c.refund(t, 3, "wait-ends"))
+	if d := time.Since(start); d < time.Second || d > 4*time.Second {
+		t.Fatalf("answered 202 after %v, want about the 1s wait", d)
+	}
+	if p := pending(t, c.planner.AdminAddr()); p.Total != 1 || p.Records[0].ID != v.ID {
+		t.Fatalf("pending %+v", p)
+	}
+}
+
+// An approval covers the handoff approved, never another request that
+// reuses its key: a different body with the same key is held anew.
+func TestGateApprovalCoversOneRequest(t *testing.T) {
+	c := startRefundChain(t, sharedStore(t), "")
+	v := held(t, c.refund(t, 5000, "reused"))
+	if st, doc := decide(t, c.planner.AdminAddr(), v.ID, "approve", aliceToken, ""); st != http.StatusOK {
+		t.Fatalf("approve: %d %v", st, doc)
+	}
+	other := held(t, c.refund(t, 999999, "reused"))
+	if other.ID == v.ID {
+		t.Fatal("a different body with an approved key met the approval")
+	}
+	if got := c.agent.perKey()[`"reused"`]; got != 1 {
+		t.Fatalf("payments ran the key %d times, want once (the approved body)", got)
+	}
+}
+
+// An approved handoff that was dead-lettered and then replayed: the
+// agent's poll gets the replay's answer, not the failure.
+func TestGateApprovedThenReplayed(t *testing.T) {
+	c := startRefundChain(t, sharedStore(t), "")
+	v := held(t, c.refund(t, 4000, "approved-dead"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.payments.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, doc := decide(t, c.planner.AdminAddr(), v.ID, "approve", aliceToken, ""); st != http.StatusOK || doc["error"] == nil {
+		t.Fatalf("approve with payments down: %d %v", st, doc)
+	}
+	if resp, b := poll(t, v.Location); resp.StatusCode < 500 || resp.Header.Get("Baton-Dead-Letter") != v.ID {
+		t.Fatalf("poll of the dead-lettered approval: %d %s %v", resp.StatusCode, b, resp.Header)
+	}
+	// payments' Baton comes back on the same address; the dead letter is
+	// replayed.
+	startBaton(t, "agent: payments\nupstream: "+c.agentURL+"\nlisten: {egress: 127.0.0.1:0, ingress: "+
+		c.payments.IngressAddr()+", admin: 127.0.0.1:0}\nedges: [{from: planner}]\n", c.store())
+	req, _ := http.NewRequest(http.MethodPost, "http://"+c.planner.AdminAddr()+"/v1/deadletters/"+v.ID+"/replay", nil)
+	req.Header.Set("Authorization", "Bearer "+adminTok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("replay: %d", resp.StatusCode)
+	}
+	if resp, b := poll(t, v.Location); resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"amount":4000`) {
+		t.Fatalf("poll after the replay: %d %s", resp.StatusCode, b)
+	}
+	if got := c.agent.perKey()[`"approved-dead"`]; got != 1 {
+		t.Fatalf("payments ran it %d times", got)
 	}
 }

@@ -82,9 +82,16 @@ func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 	}
 	defer done()
 	if resp != nil {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		limit := int64(64 << 10)
+		if rec.Approval != nil {
+			limit = maxAnswerBytes + 1 // the agent's poll of its approval gets the new answer
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
 		resp.Body.Close()
-		res.Status, res.Response = resp.StatusCode, string(body)
+		res.Status, res.Response = resp.StatusCode, string(body[:min(len(body), 64<<10)])
+		if rec.Approval != nil {
+			s.approvals.keepAnswer(ctx, id, resp, body)
+		}
 	}
 	if rec.State == record.Dead {
 		res.Error = rec.Error // dead again, and recorded so
