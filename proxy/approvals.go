@@ -61,8 +61,8 @@ func newApprovals(s *Server, m *approvalMetrics) *approvals {
 		notify: newNotifier(s.cfg.Approvals.Notify, s.log), m: m, waiters: map[string][]chan struct{}{}}
 }
 
-func decisionKey(id string) string           { return "{" + record.TraceOf(id) + "}:approval-decision:" + id }
-func answerKey(id string) string             { return "{" + record.TraceOf(id) + "}:approval-answer:" + id }
+func decisionKey(id string) string { return "{" + record.TraceOf(id) + "}:approval-decision:" + id }
+func answerKey(id string) string   { return "{" + record.TraceOf(id) + "}:approval-answer:" + id }
 
 // hold answers a handoff the edge's gate matched (rule names the rule):
 // held as a checkpoint, or met with the approval the same handoff already
