@@ -125,6 +125,9 @@ func (c *Config) validateConfirm(bad badFunc) {
 	if a.Expires < 0 || (a.Expires > 0 && a.Expires.D() < time.Second) {
 		bad("approvals.expires", a.Expires.D().String(), "must be a duration of at least 1s")
 	}
+	if a.Expires > 0 && c.Records.Retention > 0 && a.Expires > c.Records.Retention {
+		bad("approvals.expires", a.Expires.D().String(), "must not be longer than records.retention ("+c.Records.Retention.D().String()+"): a held handoff is a record")
+	}
 	if a.Notify != "" {
 		if u, err := url.Parse(a.Notify); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("approvals.notify", a.Notify, "must be an http:// or https:// URL")
@@ -175,6 +178,8 @@ func (c *Config) validateConfirm(bad badFunc) {
 		}
 		if g.Expires < 0 || (g.Expires > 0 && g.Expires.D() < time.Second) {
 			bad(p+".expires", g.Expires.D().String(), "must be a duration of at least 1s")
+		} else if g.Expires > 0 && c.Records.Retention > 0 && g.Expires > c.Records.Retention {
+			bad(p+".expires", g.Expires.D().String(), "must not be longer than records.retention ("+c.Records.Retention.D().String()+"): a held handoff is a record")
 		}
 		for k, r := range g.When {
 			validateRule(bad, fmt.Sprintf("%s.when[%d]", p, k), r)

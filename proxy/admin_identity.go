@@ -43,7 +43,7 @@ func newApprovers(c *config.Config, env func(string) string, own *trust.Signer) 
 			lines[ap.Name] = ap.Keys
 		}
 	}
-	if len(lines) > 0 {
+	if len(lines) > 0 || own != nil {
 		if own != nil {
 			lines[c.Agent] = []string{own.Key().Public().String()}
 		}
@@ -75,6 +75,10 @@ func (s *Server) adminIdentity(token string) (who string, ok bool) {
 	return "", false
 }
 
+// errNonceStore reports a signed decision whose nonce the store could not
+// check: the store is down, not the approver unknown.
+var errNonceStore = errors.New("state store unavailable")
+
 // errNoIdentity reports a request that names no approver.
 var errNoIdentity = errors.New("no approver identity: send Authorization: Bearer <admin or approver token>, or sign the request with an approver's key")
 
@@ -102,7 +106,7 @@ func (s *Server) approverOf(r *http.Request, body []byte) (string, error) {
 		ok, _, err := s.store.Claim(ctx, "approval-nonce:"+v.KeyID+":"+v.Nonce, []byte{1}, time.Until(v.NonceUntil))
 		switch {
 		case err != nil:
-			return "", fmt.Errorf("the signature's nonce could not be checked: %w", err)
+			return "", fmt.Errorf("%w: the signature's nonce could not be checked: %w", errNonceStore, err)
 		case !ok:
 			return "", errors.New("signature: the nonce was used before (a replayed request)")
 		}

@@ -71,6 +71,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	for i := range recs {
 		if recs[i].Request != nil {
 			recs[i].Request.Body = nil // the list stays small; GET /v1/approvals/{id} has it
+			redactCredentials(&recs[i])
 		}
 	}
 	writeJSON(w, http.StatusOK, PendingPage{Total: total, Offset: offset, Limit: limit, Records: recs})
@@ -85,7 +86,29 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.NotFound, rec.ID+" is a record no gate held")
 		return
 	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if who, _ := s.adminIdentity(tok); who != "admin" {
+		redactCredentials(rec)
+	}
 	writeJSON(w, http.StatusOK, rec)
+}
+
+// credentialHeaders are the checkpoint's headers an approver never reads:
+// what they decide on is the request, not the agent's secrets.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "Api-Key"}
+
+// redactCredentials replaces the credentials in rec's checkpoint.
+func redactCredentials(rec *record.Record) {
+	if rec.Request == nil || rec.Request.Header == nil {
+		return
+	}
+	h := rec.Request.Header.Clone()
+	for _, k := range credentialHeaders {
+		if len(h[k]) > 0 {
+			h[k] = []string{"[redacted]"}
+		}
+	}
+	rec.Request.Header = h
 }
 
 // DecisionRequest is the JSON body of an approve or deny.
@@ -100,6 +123,10 @@ func (s *Server) decideHTTP(w http.ResponseWriter, r *http.Request, approve bool
 		return
 	}
 	who, err := s.approverOf(r, body)
+	if errors.Is(err, errNonceStore) {
+		s.storeProblem(w, r, err)
+		return
+	}
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="baton-approvals"`)
 		problem.Write(w, r, problem.ApproverRequired, err.Error())

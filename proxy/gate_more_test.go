@@ -171,3 +171,21 @@ func TestGateNotifies(t *testing.T) {
 	documented(t, "baton_approvals_held_total", "baton_approvals_decided_total", "baton_approvals_age_seconds",
 		"baton_approvals_pending")
 }
+
+// An approver reads what she decides on, never the agent's credentials.
+func TestGateApproverReadsNoCredentials(t *testing.T) {
+	c := startRefundChain(t, sharedStore(t), "")
+	h := http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {`"cred-1"`}, "Authorization": {"Bearer agent-secret"}}
+	v := held(t, send(t, c.planner.EgressAddr(), "payments", http.MethodPost, "/refunds", `{"amount":5000}`, h))
+	var asAlice, asAdmin struct {
+		Request struct{ Header http.Header } `json:"request"`
+	}
+	adminGetAuth(t, c.planner.AdminAddr(), "/v1/approvals/"+v.ID, aliceToken, &asAlice)
+	adminGetAuth(t, c.planner.AdminAddr(), "/v1/approvals/"+v.ID, adminTok, &asAdmin)
+	if got := asAlice.Request.Header.Get("Authorization"); got != "[redacted]" {
+		t.Fatalf("alice reads Authorization %q", got)
+	}
+	if got := asAdmin.Request.Header.Get("Authorization"); got != "Bearer agent-secret" {
+		t.Fatalf("the admin reads Authorization %q (the checkpoint, as the records API shows it)", got)
+	}
+}
