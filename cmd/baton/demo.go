@@ -291,6 +291,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var view proxy.TraceView
 	deadline := time.Now().Add(5 * time.Second)
 	for {
+		view = proxy.TraceView{} // decoding into the last one would keep its records' fields
 		if err := admin.do("GET", "/v1/traces/"+demoTrace, &view); err != nil {
 			return err
 		}

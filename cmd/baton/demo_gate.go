@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
 )
 
@@ -111,7 +113,35 @@ func demoGate(ctx context.Context, p func(string, ...any), start func(string) (*
 		return fmt.Errorf("demo: payments refunded %d times; the poll answered %d", refunds.Load(), poll.StatusCode)
 	}
 	p("   payments refunded %d times in all: once for each refund, the large one after approval\n", refunds.Load())
+	p("   the refunds' trace (baton trace %s):\n", demoGateTrace)
+	admin := newAdminClient(tB.AdminAddr(), env)
+	var tv proxy.TraceView
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		tv = proxy.TraceView{} // decoding into the last one would keep its records' fields
+		if err := admin.do("GET", "/v1/traces/"+demoGateTrace, &tv); err != nil {
+			return err
+		}
+		if demoGateSettled(tv, view.ID) || time.Now().After(deadline) {
+			break
+		}
+	}
+	var tree strings.Builder
+	printTree(&tree, demoGateTrace, tv.Records)
+	for _, line := range strings.Split(strings.TrimRight(tree.String(), "\n"), "\n") {
+		p("     %s\n", line)
+	}
 	return nil
+}
+
+// demoGateSettled reports that the approved refund's record is written
+// delivered (its last write goes off the request path).
+func demoGateSettled(tv proxy.TraceView, id string) bool {
+	for _, r := range tv.Records {
+		if r.ID == id && r.State == record.Delivered {
+			return true
+		}
+	}
+	return false
 }
 
 // demoGateTrace is the trace of the demo's gated refunds.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
@@ -149,6 +150,17 @@ func describeRecord(r record.Record) string {
 	}
 	if r.ResolvedBy != "" {
 		fmt.Fprintf(&b, "  ↳ resumed: [%s]", shortID(r.ResolvedBy))
+	}
+	if a := r.Approval; a != nil {
+		fmt.Fprintf(&b, "  gate: %s", a.Gate)
+		switch {
+		case a.Decision == "":
+			fmt.Fprintf(&b, ", waiting until %s", a.Expires.UTC().Format(time.RFC3339))
+		case a.Reason != "":
+			fmt.Fprintf(&b, ", %s by %s (%s)", a.Decision, a.By, a.Reason)
+		default:
+			fmt.Fprintf(&b, ", %s by %s", a.Decision, a.By)
+		}
 	}
 	if j := r.Journal; j != nil {
 		b.WriteString("  " + describeJournal(j))
