@@ -86,10 +86,8 @@ type DeadLetterPage struct {
 
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	offset, err1 := atoiDefault(q.Get("offset"), 0)
-	limit, err2 := atoiDefault(q.Get("limit"), 50)
-	if err1 != nil || err2 != nil || offset < 0 || limit < 1 || limit > 500 {
-		problem.Write(w, r, problem.BadRequest, "offset must be >= 0 and limit between 1 and 500")
+	offset, limit, ok := pageOf(w, r)
+	if !ok {
 		return
 	}
 	list := record.AgentDeadLetters(s.cfg.Agent)
@@ -197,6 +195,19 @@ func (s *Server) storeProblem(w http.ResponseWriter, r *http.Request, err error)
 	s.log.Warn("admin: store error", "path", r.URL.Path, "error", err.Error())
 	w.Header().Set("Retry-After", "1")
 	problem.Write(w, r, problem.StoreUnavailable, "the state store does not answer")
+}
+
+// pageOf reads a list's offset and limit (default 50, at most 500) from
+// r's query, answering 400 when they are not numbers in range.
+func pageOf(w http.ResponseWriter, r *http.Request) (offset, limit int, ok bool) {
+	q := r.URL.Query()
+	offset, err1 := atoiDefault(q.Get("offset"), 0)
+	limit, err2 := atoiDefault(q.Get("limit"), 50)
+	if err1 != nil || err2 != nil || offset < 0 || limit < 1 || limit > 500 {
+		problem.Write(w, r, problem.BadRequest, "offset must be >= 0 and limit between 1 and 500")
+		return 0, 0, false
+	}
+	return offset, limit, true
 }
 
 func atoiDefault(s string, def int) (int, error) {

@@ -56,11 +56,8 @@ type PendingPage struct {
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	offset, err1 := atoiDefault(q.Get("offset"), 0)
-	limit, err2 := atoiDefault(q.Get("limit"), 50)
-	if err1 != nil || err2 != nil || offset < 0 || limit < 1 || limit > 500 {
-		problem.Write(w, r, problem.BadRequest, "offset must be >= 0 and limit between 1 and 500")
+	offset, limit, ok := pageOf(w, r)
+	if !ok {
 		return
 	}
 	recs, total, err := s.book.Pending(r.Context(), s.cfg.Agent, offset, limit)

@@ -500,16 +500,23 @@ func deadLetterLists(rec *Record) [2]DeadLetterList {
 // DeadLetters pages through a list of dead letters, oldest first. It
 // returns the page and the list's length.
 func (b *Book) DeadLetters(ctx context.Context, list DeadLetterList, offset, limit int) ([]Record, int64, error) {
+	return b.listed(ctx, list.key, "dead letters", 1e18, offset, limit)
+}
+
+// listed pages through the records an index lists (what names the list in
+// errors), those scored up to until, and returns the page and the index's
+// length. A record gone with its retention is skipped.
+func (b *Book) listed(ctx context.Context, key, what string, until float64, offset, limit int) ([]Record, int64, error) {
 	if b.store == nil {
 		return nil, 0, nil
 	}
-	total, err := b.store.IndexCount(ctx, list.key)
+	total, err := b.store.IndexCount(ctx, key)
 	if err != nil {
-		return nil, 0, fmt.Errorf("record: counting dead letters: %w", err)
+		return nil, 0, fmt.Errorf("record: counting %s: %w", what, err)
 	}
-	members, err := b.store.IndexRange(ctx, list.key, 0, 1e18, int64(offset), int64(limit))
+	members, err := b.store.IndexRange(ctx, key, 0, until, int64(offset), int64(limit))
 	if err != nil {
-		return nil, 0, fmt.Errorf("record: listing dead letters: %w", err)
+		return nil, 0, fmt.Errorf("record: listing %s: %w", what, err)
 	}
 	out := make([]Record, 0, len(members))
 	for _, m := range members {

@@ -56,29 +56,7 @@ func (b *Book) Due(ctx context.Context, agent string, now time.Time, limit int) 
 }
 
 func (b *Book) held(ctx context.Context, agent string, until float64, offset, limit int) ([]Record, int64, error) {
-	if b.store == nil {
-		return nil, 0, nil
-	}
-	total, err := b.store.IndexCount(ctx, heldList(agent))
-	if err != nil {
-		return nil, 0, fmt.Errorf("record: counting held handoffs: %w", err)
-	}
-	members, err := b.store.IndexRange(ctx, heldList(agent), 0, until, int64(offset), int64(limit))
-	if err != nil {
-		return nil, 0, fmt.Errorf("record: listing held handoffs: %w", err)
-	}
-	out := make([]Record, 0, len(members))
-	for _, m := range members {
-		r, err := b.Get(ctx, m.Member)
-		if errors.Is(err, ErrNotFound) {
-			continue // expired with its retention
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, *r)
-	}
-	return out, total, nil
+	return b.listed(ctx, heldList(agent), "held handoffs", until, offset, limit)
 }
 
 // PendingCount returns how many of agent's handoffs are held: one store
