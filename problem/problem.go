@@ -112,7 +112,7 @@ var classes = map[Class]classInfo{
 	ApproverRequired:    {"Approver identity required", http.StatusUnauthorized, -32071},
 	SelfApproval:        {"An agent cannot decide its own handoff", http.StatusForbidden, -32081},
 	NotPending:          {"Approval already decided", http.StatusConflict, -32082},
-	ApprovalPending:     {"Handoff held for approval", http.StatusAccepted, -32083},
+	ApprovalPending:     {"Handoff held for approval", http.StatusConflict, -32083},
 }
 
 // Type returns the class's type URI.
