@@ -153,36 +153,46 @@ func valueText(v any) string {
 	return string(b)
 }
 
-// gateDoc decodes what the rules read of a handoff at most once: its
-// envelope (or JSON body) and its A2A message's metadata.
+// gateDoc decodes what the rules read of a handoff, each at most once and
+// only when a rule reads it: its envelope, and its JSON body (the envelope,
+// when the body is one).
 type gateDoc struct {
-	in      *middleware.Info
-	decoded bool
-	env     any // the envelope, or the JSON body without one
-	body    any // the JSON body
+	in                *middleware.Info
+	bodyRead, envRead bool
+	body, env         any
 }
 
-func (d *gateDoc) decode() {
-	if d.decoded {
-		return
-	}
-	d.decoded = true
-	if d.in.Buffered && len(d.in.Body) > 0 {
-		_ = json.Unmarshal(d.in.Body, &d.body)
-	}
-	d.env = d.body
-	if c := d.in.Contract; c != nil && len(c.Envelope) > 0 {
-		var env any
-		if json.Unmarshal(c.Envelope, &env) == nil {
-			d.env = env
+// jsonBody is the request body decoded, nil when it is not JSON.
+func (d *gateDoc) jsonBody() any {
+	if !d.bodyRead {
+		d.bodyRead = true
+		if d.in.Buffered && len(d.in.Body) > 0 {
+			_ = json.Unmarshal(d.in.Body, &d.body)
 		}
 	}
+	return d.body
+}
+
+// envelope is the handoff envelope decoded, or the JSON body without one.
+func (d *gateDoc) envelope() any {
+	if !d.envRead {
+		d.envRead = true
+		c := d.in.Contract
+		switch {
+		case c == nil || len(c.Envelope) == 0:
+			d.env = d.jsonBody()
+		case len(c.Envelope) == len(d.in.Body):
+			d.env = d.jsonBody() // the envelope is the whole body
+		default:
+			_ = json.Unmarshal(c.Envelope, &d.env)
+		}
+	}
+	return d.env
 }
 
 // at returns the value at an RFC 6901 pointer into the envelope.
 func (d *gateDoc) at(ptr string) (any, bool) {
-	d.decode()
-	return lookupPointer(d.env, ptr)
+	return lookupPointer(d.envelope(), ptr)
 }
 
 // sideEffects are "system.action" of each side effect the envelope
@@ -203,10 +213,10 @@ func (d *gateDoc) sideEffects() []string {
 // skill is the A2A skill the message asks for: "skill" or "skillId" in the
 // message's metadata, or in the request's.
 func (d *gateDoc) skill() string {
-	d.decode()
+	body := d.jsonBody()
 	for _, p := range []string{"/params/message/metadata/skill", "/params/message/metadata/skillId",
 		"/params/metadata/skill", "/params/metadata/skillId"} {
-		if v, ok := lookupPointer(d.body, p); ok {
+		if v, ok := lookupPointer(body, p); ok {
 			if s, ok := v.(string); ok {
 				return s
 			}

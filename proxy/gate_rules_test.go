@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -127,4 +128,33 @@ func FuzzLookupPointer(f *testing.F) {
 		}
 		_, _ = lookupPointer(v, ptr) // never panics
 	})
+}
+
+// BenchmarkGateMatch is the gate's cost on a handoff of a gated edge that
+// it lets through: rules on the request line only, and a field rule that
+// decodes the 4 KiB envelope.
+func BenchmarkGateMatch(b *testing.B) {
+	env, err := os.ReadFile("../handoff/testdata/envelope-4k.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	over := 1e9
+	for _, bc := range []struct {
+		name string
+		rule config.ConfirmRule
+	}{
+		{"method+target", config.ConfirmRule{Methods: []string{"POST"}, Target: "/refunds/*"}},
+		{"field over (4 KiB envelope)", config.ConfirmRule{Field: "/confidence", Over: &over}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			g := newGate(&config.Config{Edges: []config.Edge{{To: "b", Confirm: &config.Confirm{When: []config.ConfirmRule{bc.rule}}}}}, "b")
+			req, in := withEnvelope(string(env))()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := g.match(req, in); ok {
+					b.Fatal("held")
+				}
+			}
+		})
+	}
 }
