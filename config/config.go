@@ -105,6 +105,10 @@ type Memory struct {
 // Peer is another agent's Baton, reached at its ingress URL.
 type Peer struct {
 	URL string `yaml:"url"`
+	// Ports are the peer agent's own ports: with transparent interception,
+	// a call to the host of the peer's URL on one of them (or on the URL's
+	// port) is a handoff to the peer; on any other port it is not.
+	Ports []int `yaml:"ports"`
 
 	// ParsedURL is URL parsed by Validate.
 	ParsedURL *url.URL `yaml:"-"`

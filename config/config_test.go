@@ -717,7 +717,7 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "under a peer",
 			in:   minimal + "peers: {b: {url: 'http://h:1', key: abc}}\n",
-			want: []string{`peers.b.key: unknown key, want one of url (line 3)`},
+			want: []string{`peers.b.key: unknown key, want one of url, ports (line 3)`},
 		},
 		{
 			name: "in a list item",

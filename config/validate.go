@@ -240,6 +240,11 @@ func (c *Config) validatePeers(bad badFunc) {
 		case name == c.Agent:
 			bad(path, name, "must not be this Baton's own agent")
 		}
+		for i, port := range p.Ports {
+			if port < 1 || port > 65535 {
+				bad(fmt.Sprintf("%s.ports[%d]", path, i), port, "must be a port from 1 to 65535")
+			}
+		}
 		if p.URL == "" {
 			bad(path+".url", nil, "must be set to the http(s) URL of the peer's Baton ingress, like http://10.0.0.7:15006")
 		} else if u, err := parseHTTPURL(p.URL); err != nil {

@@ -27,6 +27,7 @@ type resolver struct {
 type peerRoute struct {
 	url     *url.URL
 	maxHops int
+	ports   []uint16 // the peer agent's own ports (peers.<name>.ports)
 }
 
 // newResolver precomputes the routes. Sensitive addresses (link-local,
@@ -39,7 +40,11 @@ func newResolver(c *config.Config) *resolver {
 		if e, ok := c.OutEdge(name); ok {
 			max = e.MaxHops
 		}
-		rs.peers[name] = peerRoute{url: p.ParsedURL, maxHops: max}
+		r := peerRoute{url: p.ParsedURL, maxHops: max}
+		for _, port := range p.Ports {
+			r.ports = append(r.ports, uint16(port))
+		}
+		rs.peers[name] = r
 	}
 	rs.byHost = peersByHost(c)
 	for _, a := range c.External.Allow {

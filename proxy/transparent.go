@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -525,15 +526,13 @@ func (rs *resolver) viaOriginal(w http.ResponseWriter, r *http.Request, in *midd
 	next.ServeHTTP(w, r)
 }
 
-// peerAt finds the peer whose URL host is host: the one whose URL port is
-// port when several share the host, the only one otherwise.
+// peerAt finds the peer whose URL host is host and that has port: its
+// URL's port or one of its ports (peers.<name>.ports). A call to a peer's
+// host on a port it does not have is no handoff.
 func (rs *resolver) peerAt(host string, port uint16) (string, bool) {
-	names := rs.byHost[hostKey(host)]
-	if len(names) == 1 {
-		return names[0], true
-	}
-	for _, n := range names {
-		if urlPort(rs.peers[n].url) == port {
+	for _, n := range rs.byHost[hostKey(host)] {
+		p := rs.peers[n]
+		if urlPort(p.url) == port || slices.Contains(p.ports, port) {
 			return n, true
 		}
 	}

@@ -141,7 +141,7 @@ func TestTransparentHandoff(t *testing.T) {
 	b := startBaton(t, "agent: summarizer\nupstream: "+ag.URL+"\nedges: [{from: analyst, max_hops: 8}]\n", nil)
 	peerAddr := b.IngressAddr()
 	a, rd, _ := startTransparent(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://"+
-		peerAddr+"}}\nedges: [{to: summarizer, max_hops: 8}]\n", "")
+		peerAddr+", ports: [8080]}}\nedges: [{to: summarizer, max_hops: 8}]\n", "")
 
 	// The agent calls the peer's address (its agent port, say 8080, on the
 	// host of the peer's Baton URL) or its name; the rules bring the call to
@@ -175,6 +175,20 @@ func TestTransparentHandoff(t *testing.T) {
 		})
 	}
 
+	t.Run("a port of the peer's host the peer does not have", func(t *testing.T) {
+		n := got.count()
+		other := net.JoinHostPort(peerHost, "9999")
+		for _, host := range []string{other, ""} {
+			c := clientVia(rd, a.EgressAddr(), other)
+			resp := get(t, c, "http://"+other+"/x", host)
+			if p := readProblem(t, resp); resp.StatusCode != 403 || !strings.HasSuffix(p.Type, "unknown-destination") {
+				t.Errorf("Host %q: status %d, problem %+v: want 403 unknown-destination", host, resp.StatusCode, p)
+			}
+		}
+		if got.count() != n {
+			t.Errorf("the peer agent got %d calls to a port it does not have", got.count()-n)
+		}
+	})
 	t.Run("Host naming another address than the connection's", func(t *testing.T) {
 		c := clientVia(rd, a.EgressAddr(), agentPort)
 		resp := get(t, c, "http://"+agentPort+"/", "198.51.100.7:8080")

@@ -164,6 +164,22 @@ func TestTransparentHandoffEndToEnd(t *testing.T) {
 		})
 	}
 
+	t.Run("a port of the peer's address no peer has is not a handoff", func(t *testing.T) {
+		n := tp.got.count()
+		req, _ := http.NewRequest("POST", "http://"+peerIP4+":9999/x", strings.NewReader(`{"task":"t"}`))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(t, resp.Body)
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "#unknown-destination") {
+			t.Errorf("status %d body %s: want 403 unknown-destination", resp.StatusCode, body)
+		}
+		if tp.got.count() != n {
+			t.Errorf("the peer agent got the call to port 9999 as a handoff")
+		}
+	})
+
 	t.Run("Baton's own connections are not redirected", func(t *testing.T) {
 		// The handoffs above completed, so Baton's connections to the peer
 		// did not come back to its egress; the UID rule counted them.
