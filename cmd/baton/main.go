@@ -71,7 +71,7 @@ Usage:
   baton dlq show|replay|drop ID [--admin HOST:PORT]
                                  list, inspect, replay or drop the dead letters of that
                                  Baton's agent (another agent's are refused, naming it)
-` + approveUsage + topUsage + `  baton envelope validate [flags] FILE...
+` + approveUsage + chaosUsage + topUsage + `  baton envelope validate [flags] FILE...
                                  check handoff envelopes (bare, or inside an A2A
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
@@ -133,6 +133,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return traceCmd(rest, stdout, env)
 	case "dlq":
 		return dlqCmd(rest, stdout, env)
+	case "chaos":
+		return chaosCmd(ctx, rest, stdout)
 	case "approvals":
 		return approvalsCmd(rest, stdout, env)
 	case "approve", "deny":
