@@ -145,8 +145,8 @@ func (r *redis) restart() error {
 // back where its peers expect it.
 type batonNode struct {
 	*process
-	agent                   string
-	egress, ingress, admin  string
+	agent                  string
+	egress, ingress, admin string
 }
 
 func startBaton(dir, bin, agent, yaml string) (*batonNode, error) {

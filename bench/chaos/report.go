@@ -50,9 +50,9 @@ type Report struct {
 	Resumed      int `json:"resumed"`       // orders re-sent after the load
 	Final        int `json:"final"`         // orders completed in the end
 
-	Duplicates int      `json:"duplicates"` // orders booked more than once
-	Lost       int      `json:"lost"`       // orders neither completed nor a dead letter a Baton lists
-	Unresumed  int      `json:"unresumed"`  // listed dead letters still not completed after the resume
+	Duplicates int      `json:"duplicates"`   // orders booked more than once
+	Lost       int      `json:"lost"`         // orders neither completed nor a dead letter a Baton lists
+	Unresumed  int      `json:"unresumed"`    // listed dead letters still not completed after the resume
 	ReRuns     int      `json:"relay_reruns"` // runs of agents a and b past the first for one order (answered from the windows below)
 	Notes      []string `json:"notes,omitempty"`
 }
