@@ -53,12 +53,6 @@ func newAgents(slow time.Duration) *agents {
 	return &agents{slow: slow, effects: map[string]int{}, runs: map[string]map[string]int{}}
 }
 
-// start serves the leaf agent name on a port of its own and returns its
-// URL.
-func (a *agents) start(name, next, _ string) (string, error) {
-	return a.startLazy(name, next, nil)
-}
-
 // startLazy serves agent name on a port of its own; next is the peer it
 // hands off to through the egress *egress names once its Baton listens (""
 // and nil for the leaf). It returns the agent's URL.

@@ -147,7 +147,7 @@ func start(o Options) (*cluster, error) {
 		"dedupe: {lease: 2s}\nshutdown_grace: 10s\n" +
 		"retry: {attempts: 2, backoff: 50ms, max_backoff: 500ms, per_try_timeout: " + perTry.String() + ", budget: 0.5}\n" +
 		"breaker: {failures: 5, open_for: 1s}\n"
-	cURL, err := c.agents.start("c", "", "")
+	cURL, err := c.agents.startLazy("c", "", nil)
 	if err != nil {
 		return c, err
 	}
@@ -196,6 +196,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		defer os.RemoveAll(dir)
 		o.Dir = dir
+	}
+	if o.Baton == "" || o.Redis == "" || o.Clients < 1 {
+		return nil, errors.New("chaos: Options need the baton and redis-server binaries and at least one client")
 	}
 	for _, f := range o.Faults {
 		if _, ok := faultDoc[f]; !ok {
@@ -246,7 +249,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, ctx.Err()
 	}
 	r := &Report{Options: o, Phases: phases}
-	attempts, keys := d.snapshot()
+	_, keys := d.snapshot()
 	r.Placed = len(keys)
 	for _, st := range keys {
 		switch {
@@ -259,10 +262,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	r.Resumed = d.resume(time.Now().Add(o.Resume), max(64, 2*o.Clients))
-	attempts2, keys2 := d.snapshot()
-	_ = attempts
-	r.check(c, keys, keys2)
-	r.measure(attempts2)
+	attempts, resumed := d.snapshot()
+	r.check(c, keys, resumed)
+	r.measure(attempts)
 	r.write(o.Out)
 	if r.Duplicates > 0 || r.Lost > 0 {
 		return r, fmt.Errorf("chaos: %d order(s) whose side effect ran more than once, %d order(s) lost", r.Duplicates, r.Lost)
@@ -278,5 +280,3 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
-
-var errNoBinary = errors.New("chaos: no baton binary")
