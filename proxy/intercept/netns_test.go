@@ -29,26 +29,38 @@ import (
 // installs. They need root, ip and iptables; without them they skip, or
 // fail when CI=true.
 
-// bin is the baton binary TestMain builds, in a directory every UID can
-// read (Baton runs as UID 1337).
-var bin, binErr = "", error(nil)
+// bin is the baton binary need builds on first use, in a directory every
+// UID can read (Baton runs as UID 1337). It is built only by a process that
+// runs a test needing it: not for the other tests, -test.list, or the
+// workers of a fuzz target, each a process of its own.
+var (
+	binOnce     sync.Once
+	bin, binDir string
+	binErr      error
+)
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "baton-intercept-")
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err == nil {
-		bin = filepath.Join(dir, "baton")
+func buildBin() error {
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "baton-intercept-")
+		if binErr == nil {
+			binErr = os.Chmod(binDir, 0o755)
+		}
+		if binErr != nil {
+			return
+		}
+		bin = filepath.Join(binDir, "baton")
 		cmd := exec.Command("go", "build", "-o", bin, "github.com/batonproxy/baton/cmd/baton")
 		if out, e := cmd.CombinedOutput(); e != nil {
-			err = fmt.Errorf("go build ./cmd/baton: %v\n%s", e, out)
+			binErr = fmt.Errorf("go build ./cmd/baton: %v\n%s", e, out)
 		}
-	}
-	binErr = err
+	})
+	return binErr
+}
+
+func TestMain(m *testing.M) {
 	code := m.Run()
-	if dir != "" {
-		os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
 }
@@ -72,8 +84,8 @@ func need(t testing.TB, tools ...string) {
 			miss("%s is not installed (apt-get install iptables iproute2)", tool)
 		}
 	}
-	if binErr != nil {
-		t.Fatal(binErr)
+	if err := buildBin(); err != nil {
+		t.Fatal(err)
 	}
 }
 
