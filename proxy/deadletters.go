@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
@@ -25,7 +26,14 @@ type letters struct {
 	log   *slog.Logger
 	bg    func(func(context.Context)) // runs store work off the request path
 	byKey *fifo[string]               // "peer\x00key" → dead letter record id
+
+	mu       sync.Mutex
+	unstored []*record.Record // dead letters the store refused, stored again by keepStoring
 }
+
+// maxUnstored bounds the dead letters kept in memory while the store does
+// not answer; past it a dead letter is in the log only.
+const maxUnstored = 10000
 
 const maxLetters = 1 << 16
 
@@ -123,4 +131,58 @@ func (l *letters) settle(id, by string, resolved bool) {
 			l.log.Warn("dead letter still listed", "record_id", id, "resolved_by", by, "error", err.Error())
 		}
 	})
+}
+
+// keep holds a dead letter the store refused (a copy: the handoff's
+// goroutine goes on reading its own), so that keepStoring stores it when the
+// store answers again. It reports false when too many are kept already.
+func (l *letters) keep(rec *record.Record) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.unstored) >= maxUnstored {
+		return false
+	}
+	cp := *rec
+	l.unstored = append(l.unstored, &cp)
+	return true
+}
+
+// keepStoring stores the kept dead letters every second until ctx ends,
+// oldest first, stopping a round at the first the store still refuses.
+func (l *letters) keepStoring(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			l.mu.Lock()
+			for _, rec := range l.unstored {
+				l.log.Error("dead letter not stored before shutdown: the failure is in this log only", "record_id", rec.ID,
+					"edge", rec.Edge(), "request_digest", rec.RequestDigest, "idempotency_key", rec.Key)
+			}
+			l.mu.Unlock()
+			return
+		case <-t.C:
+		}
+		for {
+			l.mu.Lock()
+			if len(l.unstored) == 0 {
+				l.mu.Unlock()
+				break
+			}
+			rec := l.unstored[0]
+			l.mu.Unlock()
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := l.book.DeadLetter(wctx, rec)
+			cancel()
+			if err != nil {
+				break // the store is still down: next round
+			}
+			l.mu.Lock()
+			l.unstored = l.unstored[1:]
+			l.mu.Unlock()
+			l.log.Info("dead letter stored once the store answered again", "record_id", rec.ID, "edge", rec.Edge())
+			l.dead(rec)
+		}
+	}
 }

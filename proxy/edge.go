@@ -312,11 +312,15 @@ func (e *edge) deadLetter(rec *record.Record, a attempt) error {
 	e.deadLetters.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := e.book.DeadLetter(ctx, rec); err != nil {
+	switch err := e.book.DeadLetter(ctx, rec); {
+	case err == nil:
+		e.letters.dead(rec)
+	case e.letters != nil && e.letters.keep(rec):
+		e.log.Warn("dead letter not stored yet: kept, to be stored when the store answers", "record_id", rec.ID,
+			"edge", rec.Edge(), "error", err.Error())
+	default:
 		e.log.Error("dead letter not stored: the failure is in this log only", "record_id", rec.ID,
 			"edge", rec.Edge(), "request_digest", rec.RequestDigest, "idempotency_key", rec.Key, "error", err.Error())
-	} else {
-		e.letters.dead(rec)
 	}
 	return dl
 }

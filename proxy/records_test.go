@@ -243,7 +243,10 @@ func TestRecordsSurviveRestartWithRedis(t *testing.T) {
 	}
 }
 
-func TestDeadLetteringWithRedisDownLosesNothingSilently(t *testing.T) {
+// A handoff dead-lettered while the store is down is kept, logged, and
+// stored (listed) once the store answers again: a failure is never only in
+// the log while the Baton runs.
+func TestDeadLetteringWithRedisDownLosesNothing(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	cfg := "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {gone: {url: http://" + closedAddr(t) + "}}\n" +
@@ -257,10 +260,27 @@ func TestDeadLetteringWithRedisDownLosesNothingSilently(t *testing.T) {
 	}
 	logs := a.log.String()
 	for _, want := range []string{`"msg":"record not stored"`, `"record_id":"` + id + `"`, `"request_digest":"sha-256=:`,
-		`"msg":"dead letter not stored: the failure is in this log only"`} {
+		`"msg":"dead letter not stored yet: kept, to be stored when the store answers"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %s", want)
 		}
+	}
+	srv.Restart(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var rec record.Record
+		if st := adminGet(t, a.AdminAddr(), "/v1/deadletters/"+id, &rec); st == http.StatusOK && rec.State == record.Dead &&
+			rec.Replayable && rec.Request != nil && string(rec.Request.Body) == `{"x":1}` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dead letter %s not listed 10s after the store came back", id)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var page proxy.DeadLetterPage
+	if adminGet(t, a.AdminAddr(), "/v1/deadletters", &page); page.Total != 1 || page.Records[0].ID != id {
+		t.Fatalf("dead letters listed: %+v", page)
 	}
 }
 

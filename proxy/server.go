@@ -442,6 +442,7 @@ func (s *Server) startBackground() {
 		return
 	}
 	s.backgroundLocked(func(ctx context.Context) { s.letters.load(ctx, s.cfg.Agent) })
+	s.backgroundLocked(s.letters.keepStoring)
 	if s.cfg.GatesOn() {
 		s.backgroundLocked(s.approvals.sweep)
 	}

@@ -261,7 +261,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r.Open++
 		}
 	}
-	r.Resumed = d.resume(time.Now().Add(o.Resume), max(64, 2*o.Clients))
+	r.Resumed = d.resume(time.Now().Add(o.Resume), max(128, 4*o.Clients))
 	attempts, resumed := d.snapshot()
 	r.check(c, keys, resumed)
 	r.measure(attempts)

@@ -58,9 +58,12 @@ func (d *driver) run(ctx context.Context, n int) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				id := "o-" + strconv.FormatInt(d.next.Add(1), 10)
-				d.place(id, time.Now().Add(d.giveUp), false)
-				if d.interval > 0 {
-					time.Sleep(d.interval)
+				wait := d.interval
+				if !d.place(id, time.Now().Add(d.giveUp), false) {
+					wait = max(wait, 250*time.Millisecond) // backs off after an order that did not complete, as clients do
+				}
+				if wait > 0 {
+					time.Sleep(wait)
 				}
 			}
 		}()
@@ -69,8 +72,9 @@ func (d *driver) run(ctx context.Context, n int) {
 }
 
 // place sends order id with its key until a final answer, a dead letter
-// (unless resuming, when only a final answer ends it) or until.
-func (d *driver) place(id string, until time.Time, resuming bool) {
+// (unless resuming, when only a final answer ends it) or until, and
+// reports whether the order completed.
+func (d *driver) place(id string, until time.Time, resuming bool) bool {
 	d.mu.Lock()
 	st := d.keys[id]
 	if st == nil {
@@ -90,14 +94,16 @@ func (d *driver) place(id string, until time.Time, resuming bool) {
 		case a.dead != "" && !resuming:
 			st.deadLetter = a.dead
 		}
-		done := st.completed || (st.deadLetter != "" && !resuming)
+		completed := st.completed
+		done := completed || (st.deadLetter != "" && !resuming)
 		d.mu.Unlock()
 		if done {
-			return
+			return completed
 		}
 		time.Sleep(wait)
 		wait = min(2*wait, time.Second)
 	}
+	return false
 }
 
 func (d *driver) send(id, body string) attempt {

@@ -50,7 +50,7 @@ func chaosCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	o := chaos.Options{Baton: bin, Redis: redis, Persist: *persist, Clients: *clients, Interval: 10 * time.Millisecond,
 		Warmup: 3 * time.Second, FaultFor: *faultFor, Recover: *recoverFor, Faults: strings.Split(*faults, ","),
-		GiveUp: 20 * time.Second, Resume: 60 * time.Second, Out: stdout, Dir: *dir}
+		GiveUp: 20 * time.Second, Resume: 2 * time.Minute, Out: stdout, Dir: *dir}
 	if *short {
 		o.Clients, o.Interval, o.Warmup, o.FaultFor, o.Recover, o.GiveUp = 8, 25*time.Millisecond, 2*time.Second, 2500*time.Millisecond, 2500*time.Millisecond, 10*time.Second
 	}
