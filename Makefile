@@ -2,9 +2,10 @@
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 20s
+CI_FUZZTIME ?= 2s
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build image-build-check test demo lint fuzz bench clean
+.PHONY: build image-build-check test demo lint fuzz fuzz-ci bench clean
 
 # The static build (build/static.sh), the same one the Dockerfile runs.
 build:
@@ -39,6 +40,12 @@ fuzz:
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# Every native fuzz target for CI_FUZZTIME each, as CI runs them: each
+# package's instrumented test binary compiled once, the targets run one per
+# CPU at once; a failing input fails it, shown (.ci/fuzz).
+fuzz-ci:
+	GO=$(GO) FUZZTIME=$(CI_FUZZTIME) bash .ci/fuzz
 
 # The side-by-side harness (needs wrk; nginx when installed) and the
 # testing.B benchmarks.
