@@ -29,6 +29,7 @@ type Options struct {
 	Baton   string // the baton binary the nodes run
 	Redis   string // the redis-server binary
 	Persist bool   // redis-server appends every write (appendfsync always)
+	Cluster bool   // a Redis Cluster of three masters and three replicas instead of one redis-server
 
 	Clients  int           // concurrent clients
 	Interval time.Duration // pause between a client's orders
@@ -43,9 +44,14 @@ type Options struct {
 	Out io.Writer
 }
 
-// FaultNames are the faults a run can inject, in the default order.
-var FaultNames = []string{"agent-5xx", "agent-crash", "slow-peer", "partition", "link-delay",
-	"baton-kill", "baton-term", "redis-kill"}
+// FaultNames are the faults a run can inject, in the default order;
+// ClusterFaultNames with a Redis Cluster.
+var (
+	FaultNames = []string{"agent-5xx", "agent-crash", "slow-peer", "partition", "link-delay",
+		"baton-kill", "baton-term", "redis-kill"}
+	ClusterFaultNames = []string{"agent-5xx", "agent-crash", "slow-peer", "partition", "link-delay",
+		"baton-kill", "baton-term", "redis-failover"}
+)
 
 // faultDoc says what each fault does.
 var faultDoc = map[string]string{
@@ -57,11 +63,14 @@ var faultDoc = map[string]string{
 	"baton-kill":  "Baton b is SIGKILLed mid-request, and started again when the fault ends",
 	"baton-term":  "Baton b is sent SIGTERM (it drains), and started again when the fault ends",
 	"redis-kill":  "redis-server is SIGKILLed, and started again when the fault ends",
+	"redis-failover": "a Redis Cluster master is SIGKILLed (its replica takes over), and started again " +
+		"when the fault ends (it rejoins as a replica)",
 }
 
 // cluster is what a run starts.
 type cluster struct {
-	redis   *redis
+	redis   *redis        // one redis-server, or
+	rc      *redisCluster // a Redis Cluster
 	batons  map[string]*batonNode
 	link    *link
 	agents  *agents
@@ -93,7 +102,15 @@ func (c *cluster) inject(name string) error {
 	case "baton-term":
 		c.batons["b"].signal(syscall.SIGTERM, 20*time.Second)
 	case "redis-kill":
+		if c.redis == nil {
+			return fmt.Errorf("chaos: redis-kill needs one redis-server: with --cluster, use redis-failover")
+		}
 		c.redis.signal(syscall.SIGKILL, 5*time.Second)
+	case "redis-failover":
+		if c.rc == nil {
+			return fmt.Errorf("chaos: redis-failover needs --cluster")
+		}
+		return c.rc.failover()
 	default:
 		return fmt.Errorf("chaos: unknown fault %q (want one of %s)", name, strings.Join(FaultNames, ", "))
 	}
@@ -114,6 +131,8 @@ func (c *cluster) heal(name string) error {
 		return c.batons["b"].restart()
 	case "redis-kill":
 		return c.redis.restart()
+	case "redis-failover":
+		return c.rc.rejoin()
 	}
 	return nil
 }
@@ -131,6 +150,9 @@ func (c *cluster) close() {
 	if c.redis != nil {
 		c.redis.stop()
 	}
+	if c.rc != nil {
+		c.rc.stop()
+	}
 }
 
 // start brings the chain up.
@@ -138,12 +160,21 @@ func start(o Options) (*cluster, error) {
 	c := &cluster{batons: map[string]*batonNode{}, slow: perTry + 500*time.Millisecond, persist: o.Persist}
 	c.agents = newAgents(c.slow)
 	var err error
-	if c.redis, err = startRedis(o.Dir, o.Redis, o.Persist); err != nil {
-		return c, err
+	store := ""
+	if o.Cluster {
+		if c.rc, err = startCluster(o.Dir, o.Redis, o.Persist); err != nil {
+			return c, err
+		}
+		store = "addrs: [" + strings.Join(c.rc.addrs(), ", ") + "]"
+	} else {
+		if c.redis, err = startRedis(o.Dir, o.Redis, o.Persist, "redis"); err != nil {
+			return c, err
+		}
+		store = "url: " + c.redis.url()
 	}
 	// No edges: the clients, which run no Baton, may call a. Every Baton
 	// retries and breaks alike.
-	common := "log_level: info\nstore: {redis: {url: " + c.redis.url() + ", op_timeout: 500ms, dial_timeout: 500ms}}\n" +
+	common := "log_level: info\nstore: {redis: {" + store + ", op_timeout: 500ms, dial_timeout: 500ms}}\n" +
 		"dedupe: {lease: 2s}\nshutdown_grace: 10s\n" +
 		"retry: {attempts: 2, backoff: 50ms, max_backoff: 500ms, per_try_timeout: " + perTry.String() + ", budget: 0.5}\n" +
 		"breaker: {failures: 5, open_for: 1s}\n"
@@ -211,7 +242,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	d := newDriver(c.batons["a"].ingress, o.GiveUp, o.Interval)
-	fmt.Fprintf(o.Out, "chaos: a → b → c, %d clients, redis persistence %v; logs in %s\n", o.Clients, o.Persist, o.Dir)
+	kind := "one redis-server"
+	if o.Cluster {
+		kind = "a Redis Cluster (3 masters, 3 replicas)"
+	}
+	fmt.Fprintf(o.Out, "chaos: a → b → c on %s, %d clients, persistence %v; logs in %s\n", kind, o.Clients, o.Persist, o.Dir)
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	loadDone := make(chan struct{})
@@ -226,7 +261,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			break
 		}
 		p := phase{name: f, start: time.Now()}
-		fmt.Fprintf(o.Out, "  %-12s %s\n", f, faultDoc[f])
+		fmt.Fprintf(o.Out, "  %-14s %s\n", f, faultDoc[f])
 		if err := c.inject(f); err != nil {
 			stopLoad()
 			<-loadDone

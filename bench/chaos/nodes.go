@@ -90,23 +90,23 @@ type redis struct {
 	port int
 }
 
-func startRedis(dir, bin string, persist bool) (*redis, error) {
+func startRedis(dir, bin string, persist bool, name string, extra ...string) (*redis, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	data := filepath.Join(dir, "redis")
+	data := filepath.Join(dir, name)
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
 	}
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", data, "--save", "",
-		"--protected-mode", "no"}
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", data, "--save", "",
+		"--protected-mode", "no"}, extra...)
 	if persist {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
-	p, err := newProcess(dir, "redis", bin, args...)
+	p, err := newProcess(dir, name, bin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +118,8 @@ func startRedis(dir, bin string, persist bool) (*redis, error) {
 }
 
 func (r *redis) url() string { return "redis://127.0.0.1:" + strconv.Itoa(r.port) + "/0" }
+
+func (r *redis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
 
 // restart starts redis-server and waits until it answers PING.
 func (r *redis) restart() error {

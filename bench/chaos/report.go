@@ -192,15 +192,15 @@ func ms(d time.Duration) string {
 }
 
 func (r *Report) write(w io.Writer) {
-	fmt.Fprintf(w, "\n%-12s %9s %7s %6s %7s %9s %9s | %9s %7s %9s %9s | %9s\n", "fault", "requests", "ok", "dead", "err%",
+	fmt.Fprintf(w, "\n%-14s %9s %7s %6s %7s %9s %9s | %9s %7s %9s %9s | %9s\n", "fault", "requests", "ok", "dead", "err%",
 		"p50", "p99", "after", "err%", "p50", "p99", "recovered")
 	for _, p := range r.Faults {
-		fmt.Fprintf(w, "%-12s %9d %7d %6d %6.1f%% %9s %9s | %9d %6.1f%% %9s %9s | %9s\n", p.Fault, p.During.Requests, p.During.OK,
+		fmt.Fprintf(w, "%-14s %9d %7d %6d %6.1f%% %9s %9s | %9d %6.1f%% %9s %9s | %9s\n", p.Fault, p.During.Requests, p.During.OK,
 			p.During.Dead, 100*p.During.ErrorRate, ms(p.During.P50), ms(p.During.P99), p.After.Requests, 100*p.After.ErrorRate,
 			ms(p.After.P50), ms(p.After.P99), ms(p.Recover))
 	}
 	o := r.Overall
-	fmt.Fprintf(w, "%-12s %9d %7d %6d %6.1f%% %9s %9s\n\n", "overall", o.Requests, o.OK, o.Dead, 100*o.ErrorRate, ms(o.P50), ms(o.P99))
+	fmt.Fprintf(w, "%-14s %9d %7d %6d %6.1f%% %9s %9s\n\n", "overall", o.Requests, o.OK, o.Dead, 100*o.ErrorRate, ms(o.P50), ms(o.P99))
 	fmt.Fprintf(w, "orders placed %d: completed %d, dead-lettered %d, given up %d; resumed %d; completed in the end %d\n",
 		r.Placed, r.Completed, r.DeadLettered, r.Open, r.Resumed, r.Final)
 	fmt.Fprintf(w, "side effects: %d order(s) booked more than once; lost: %d; dead letters still listed: %d\n",

@@ -14,7 +14,7 @@ import (
 	"github.com/batonproxy/baton/bench/chaos"
 )
 
-const chaosUsage = `  baton chaos [--short] [--faults LIST] [--clients N] [--fault-for D] [--recover D]
+const chaosUsage = `  baton chaos [--short] [--cluster] [--faults LIST] [--clients N] [--fault-for D] [--recover D]
               [--persist=false] [--redis-server PATH] [--json FILE] [--dir DIR]
                                  run a chain of three Batons (this binary) on a throwaway
                                  redis-server under load while faults are injected in
@@ -29,7 +29,8 @@ func chaosCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	short := fs.Bool("short", false, "a run of about a minute (as make test runs it)")
-	faults := fs.String("faults", strings.Join(chaos.FaultNames, ","), "faults to inject, in order")
+	faults := fs.String("faults", "", "faults to inject, in order (default: every one)")
+	cluster := fs.Bool("cluster", false, "a Redis Cluster of three masters and three replicas (needs redis-cli); redis-failover replaces redis-kill")
 	clients := fs.Int("clients", 16, "concurrent clients")
 	faultFor := fs.Duration("fault-for", 10*time.Second, "how long each fault lasts")
 	recoverFor := fs.Duration("recover", 10*time.Second, "load after each fault")
@@ -48,8 +49,15 @@ func chaosCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("chaos: %s not found: install Redis (Debian: apt-get install redis-server)", *redisBin)
 	}
-	o := chaos.Options{Baton: bin, Redis: redis, Persist: *persist, Clients: *clients, Interval: 10 * time.Millisecond,
-		Warmup: 3 * time.Second, FaultFor: *faultFor, Recover: *recoverFor, Faults: strings.Split(*faults, ","),
+	list := chaos.FaultNames
+	if *cluster {
+		list = chaos.ClusterFaultNames
+	}
+	if *faults != "" {
+		list = strings.Split(*faults, ",")
+	}
+	o := chaos.Options{Baton: bin, Redis: redis, Persist: *persist, Cluster: *cluster, Clients: *clients, Interval: 10 * time.Millisecond,
+		Warmup: 3 * time.Second, FaultFor: *faultFor, Recover: *recoverFor, Faults: list,
 		GiveUp: 20 * time.Second, Resume: 2 * time.Minute, Out: stdout, Dir: *dir}
 	if *short {
 		o.Clients, o.Interval, o.Warmup, o.FaultFor, o.Recover, o.GiveUp = 8, 25*time.Millisecond, 2*time.Second, 2500*time.Millisecond, 2500*time.Millisecond, 10*time.Second
