@@ -52,18 +52,6 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// memoryLimit is the Go runtime's soft memory limit when GOMEMLIMIT is not
-// set: room for the in-memory store's bound twice over (GOGC is raised in
-// main, so without a limit the heap could grow to five times what is live)
-// plus the working set of requests in flight.
-func memoryLimit(c *config.Config) int64 {
-	const working = 128 << 20
-	if c.Store.Redis != nil || c.Store.Memory.MaxBytes == 0 {
-		return working
-	}
-	return 2*c.Store.Memory.MaxBytes + working
-}
-
 // logFlushInterval bounds how long a log line may sit in the buffer.
 const logFlushInterval = 200 * time.Millisecond
 
@@ -80,7 +68,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.LogLevel)
 	if env("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimit(cfg))
+		debug.SetMemoryLimit(memoryLimit(cfg, containerMemoryMax("/sys/fs/cgroup")))
 	}
 	tel, err := setupTelemetry(ctx, env, cfg.Agent)
 	if err != nil {

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/batonproxy/baton/config"
+)
+
+// workingSet is the room memoryLimit leaves for requests in flight beside
+// the in-memory store: a stream through Baton holds about 50–80 KiB (its
+// goroutines' stacks, buffers and the answer kept for the dedupe window),
+// so 512 MiB is several thousand concurrent streams before the collector
+// has to run more often than GOGC asks.
+const workingSet = 512 << 20
+
+// memoryLimit is the Go runtime's soft memory limit when GOMEMLIMIT is not
+// set. In a container with a memory limit (containerMax > 0) it is 90% of
+// that limit, so that the collector works harder before the kernel's OOM
+// killer would act, and not before. Elsewhere it is room for the in-memory
+// store's bound twice over (GOGC is raised in main, so without a limit the
+// heap could grow to five times what is live) plus the working set.
+//
+// A limit below what is live makes the collector run all the time (up to
+// half the CPU), which is why it is never set from the store's bound alone.
+func memoryLimit(c *config.Config, containerMax int64) int64 {
+	if containerMax > 0 {
+		return containerMax / 10 * 9
+	}
+	if c.Store.Redis != nil || c.Store.Memory.MaxBytes == 0 {
+		return workingSet
+	}
+	return 2*c.Store.Memory.MaxBytes + workingSet
+}
+
+// containerMemoryMax returns the memory limit of the cgroup this process
+// runs in (cgroup v2's memory.max, or v1's memory.limit_in_bytes), or 0
+// when there is none or it cannot be read. A container runtime mounts the
+// container's own cgroup at /sys/fs/cgroup.
+func containerMemoryMax(root string) int64 {
+	for _, f := range []string{root + "/memory.max", root + "/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "max" {
+			return 0
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		// cgroup v1 says "no limit" with a number near the largest int64,
+		// rounded down to a page.
+		if err != nil || n <= 0 || n >= 1<<62 {
+			return 0
+		}
+		return n
+	}
+	return 0
+}
