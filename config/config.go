@@ -71,6 +71,9 @@ type Listen struct {
 	Egress  string `yaml:"egress"`
 	Ingress string `yaml:"ingress"`
 	Admin   string `yaml:"admin"`
+	// H2C lets the egress and ingress listeners also accept HTTP/2 without
+	// TLS, with prior knowledge: many concurrent requests on one connection.
+	H2C bool `yaml:"h2c"`
 }
 
 // Store selects the state store. With Redis unset the in-memory store is used.

@@ -263,13 +263,18 @@ func New(o Options) (*Server, error) {
 		middleware.Handle(hs),
 	).Handler(ingressProxy)
 
-	s.egress = s.httpServer(agentFacing(eg, s.agentApprovals), errLog)
-	s.ingress = s.httpServer(ig, errLog)
-	s.admin = s.httpServer(s.adminRouter(), errLog)
+	s.egress = s.httpServer(agentFacing(eg, s.agentApprovals), errLog, c.Listen.H2C)
+	s.ingress = s.httpServer(ig, errLog, c.Listen.H2C)
+	s.admin = s.httpServer(s.adminRouter(), errLog, false)
 	return s, nil
 }
 
-func (s *Server) httpServer(h http.Handler, errLog *log.Logger) *http.Server {
+// h2cStreams bounds the concurrent streams on one h2c connection.
+const h2cStreams = 250
+
+// httpServer is one listener's server; with h2c it also accepts HTTP/2
+// without TLS (prior knowledge) beside HTTP/1.1.
+func (s *Server) httpServer(h http.Handler, errLog *log.Logger, h2c bool) *http.Server {
 	t := s.cfg.Timeouts
 	srv := &http.Server{
 		Handler:           h,
@@ -279,6 +284,13 @@ func (s *Server) httpServer(h http.Handler, errLog *log.Logger) *http.Server {
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          errLog,
 		ConnContext:       connContext,
+	}
+	if h2c {
+		var p http.Protocols
+		p.SetHTTP1(true)
+		p.SetUnencryptedHTTP2(true)
+		srv.Protocols = &p
+		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: h2cStreams}
 	}
 	return srv
 }
