@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,7 +47,21 @@ type agents struct {
 	runs     map[string]map[string]int // agent → order → runs answered 2xx
 	lastRuns atomic.Int64
 
+	// Every strayEvery-th run of a relay also calls its next agent's host on
+	// a port that is not its peer's (strayHost, set once the agents listen):
+	// a call Baton must refuse, never deliver as a handoff.
+	strayHost string
+	stray     strayCounts
+
 	servers []*http.Server
+}
+
+// strayEvery is how often a relay's run makes a stray-port call.
+const strayEvery = 10
+
+// strayCounts are the stray-port calls made and what became of them.
+type strayCounts struct {
+	sent, refused, answered, arrived atomic.Int64
 }
 
 func newAgents(slow time.Duration) *agents {
@@ -68,7 +83,12 @@ func (a *agents) startLazy(name, next string, egress *string) (string, error) {
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}
 		h = a.relay(name, next, egress, client)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/orders", h)
+	mux.HandleFunc("/stray", func(w http.ResponseWriter, r *http.Request) {
+		a.stray.arrived.Add(1) // a stray call delivered: the run fails
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	a.servers = append(a.servers, srv)
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String(), nil
@@ -103,6 +123,9 @@ func (a *agents) relay(name, next string, egress *string, client *http.Client) h
 			return
 		}
 		o.Run, o.Agent = a.lastRuns.Add(1), name
+		if o.Run%strayEvery == 0 && a.strayHost != "" {
+			a.strayCall(r.Context(), *egress, client)
+		}
 		body, _ := json.Marshal(o)
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, "http://"+*egress+"/orders", strings.NewReader(string(body)))
 		req.Host = next
@@ -128,6 +151,30 @@ func (a *agents) relay(name, next string, egress *string, client *http.Client) h
 		a.ran(name, o.Order)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
+	}
+}
+
+// strayCall calls a peer's agent's own address through the egress, as an
+// unmodified client would with Baton as its HTTP proxy: not a peer's name or
+// port, and not in external.allow, so Baton answers 403 unknown-destination.
+func (a *agents) strayCall(ctx context.Context, egress string, client *http.Client) {
+	a.stray.sent.Add(1)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+egress+"/stray", strings.NewReader(`{}`))
+	req.Host = a.strayHost
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	var p struct {
+		Type string `json:"type"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&p)
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusForbidden && strings.HasSuffix(p.Type, "#unknown-destination") {
+		a.stray.refused.Add(1)
+	} else {
+		a.stray.answered.Add(1)
 	}
 }
 

@@ -192,6 +192,7 @@ func start(o Options) (*cluster, error) {
 	if err != nil {
 		return c, err
 	}
+	c.agents.strayHost = strings.TrimPrefix(bURL, "http://")
 	if c.batons["b"], err = startBaton(o.Dir, o.Baton, "b", "upstream: "+bURL+"\n"+common+
 		"peers: {c: {url: http://"+c.batons["c"].ingress+"}}\n"); err != nil {
 		return c, err
@@ -303,6 +304,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r.write(o.Out)
 	if r.Duplicates > 0 || r.Lost > 0 {
 		return r, fmt.Errorf("chaos: %d order(s) whose side effect ran more than once, %d order(s) lost", r.Duplicates, r.Lost)
+	}
+	if r.Stray.Delivered > 0 {
+		return r, fmt.Errorf("chaos: %d stray-port call(s) delivered to an agent", r.Stray.Delivered)
 	}
 	return r, nil
 }

@@ -54,6 +54,9 @@ func TestChaosShort(t *testing.T) {
 				f.During.Requests, f.After.OK)
 		}
 	}
+	if r.Stray.Sent == 0 || r.Stray.Refused == 0 || r.Stray.Delivered != 0 {
+		t.Errorf("stray-port calls %+v: want some sent and refused, none delivered", r.Stray)
+	}
 	if r.DeadLettered == 0 || r.Resumed == 0 {
 		t.Errorf("no order was dead-lettered and resumed: the faults broke nothing")
 	}

@@ -54,7 +54,18 @@ type Report struct {
 	Lost       int      `json:"lost"`         // orders neither completed nor a dead letter a Baton lists
 	Unresumed  int      `json:"unresumed"`    // listed dead letters still not completed after the resume
 	ReRuns     int      `json:"relay_reruns"` // runs of agents a and b past the first for one order (answered from the windows below)
+	Stray      Stray    `json:"stray_port_calls"`
 	Notes      []string `json:"notes,omitempty"`
+}
+
+// Stray counts the calls agents a and b made, through their Batons'
+// egress, to the next agent's own host and port: no peer's name or port,
+// so never a handoff.
+type Stray struct {
+	Sent      int `json:"sent"`
+	Refused   int `json:"refused"`   // 403 unknown-destination, as they must be
+	Answered  int `json:"answered"`  // any other answer
+	Delivered int `json:"delivered"` // calls that reached an agent: the run fails
 }
 
 // check counts the side effects per order and what became of each order.
@@ -84,6 +95,11 @@ func (r *Report) check(c *cluster, before, after map[string]keyState) {
 		}
 		r.Lost++
 		r.note(fmt.Sprintf("order %s lost: %s, and no Baton lists a dead letter for it", id, st))
+	}
+	s := &c.agents.stray
+	r.Stray = Stray{Sent: int(s.sent.Load()), Refused: int(s.refused.Load()), Answered: int(s.answered.Load()), Delivered: int(s.arrived.Load())}
+	if r.Stray.Delivered > 0 {
+		r.note(fmt.Sprintf("%d stray-port call(s) reached an agent", r.Stray.Delivered))
 	}
 	for _, agent := range []string{"a", "b"} {
 		for _, n := range c.agents.runsOf(agent) {
@@ -206,6 +222,8 @@ func (r *Report) write(w io.Writer) {
 	fmt.Fprintf(w, "side effects: %d order(s) booked more than once; lost: %d; dead letters still listed: %d\n",
 		r.Duplicates, r.Lost, r.Unresumed)
 	fmt.Fprintf(w, "agents a and b re-ran %d time(s) for an order they had done (their calls answered from the windows below)\n", r.ReRuns)
+	fmt.Fprintf(w, "stray-port calls: %d sent, %d refused (403 unknown-destination), %d answered otherwise, %d delivered to an agent\n",
+		r.Stray.Sent, r.Stray.Refused, r.Stray.Answered, r.Stray.Delivered)
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "  ", n)
 	}
