@@ -61,6 +61,10 @@ func serve(name, addr string, h http.Handler, stderr io.Writer) int {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
+	// HTTP/2 without TLS beside HTTP/1.1, for -sse -sse-h2c -sse-hops 0.
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	errc := make(chan error, 1)

@@ -45,6 +45,8 @@ func main() {
 			os.Exit(runAgent(os.Args[2:], os.Stderr))
 		case "floor":
 			os.Exit(runFloor(os.Args[2:], os.Stderr))
+		case "sse-agent":
+			os.Exit(runSSEAgent(os.Args[2:], os.Stderr))
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -100,6 +102,7 @@ type options struct {
 	rows      map[string]bool
 	repeat    int
 	keep      bool
+	sse       sseOptions // the -sse mode, when sse.streams > 0
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -121,8 +124,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&rows, "rows", strings.Join(rowNames, ","), "comma-separated rows to run")
 	fs.IntVar(&o.repeat, "repeat", 1, "measure every row this many times, in rounds of all the rows, and report the median ratios")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, logs) and print its path")
+	fs.IntVar(&o.sse.streams, "sse", 0, "instead of the rows: this many concurrent SSE streams through Baton, every event checked (see -sse-*)")
+	fs.IntVar(&o.sse.events, "sse-events", 20, "with -sse: events per stream")
+	fs.DurationVar(&o.sse.over, "sse-over", 10*time.Second, "with -sse: time from a stream's first event to its last")
+	fs.DurationVar(&o.sse.ramp, "sse-ramp", 2*time.Second, "with -sse: the streams start evenly over this time")
+	fs.IntVar(&o.sse.hops, "sse-hops", 2, "with -sse: 2 (Baton A egress → Baton B ingress → agent), 1 (Baton egress → agent) or 0 (direct)")
+	fs.BoolVar(&o.sse.h2c, "sse-h2c", false, "with -sse: the clients speak HTTP/2 without TLS to the first hop (listen.h2c), so that its streams share a few connections")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench [flags]\n\nMeasures the rows "+strings.Join(rowNames, ", ")+" with wrk on loopback.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: go run ./bench [flags]\n       go run ./bench -sse N [-sse-events 20] [-sse-over 10s] [-sse-ramp 2s] [-sse-hops 2] [-sse-h2c]\n\n"+
+			"Measures the rows "+strings.Join(rowNames, ", ")+" with wrk on loopback;\n"+
+			"with -sse, N concurrent SSE handoffs through two Batons instead, every event checked.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -146,6 +157,20 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.warmup < 0 || o.warmup%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("-warmup: must be whole seconds >= 0, got %s", o.warmup))
+	}
+	if o.sse.streams < 0 {
+		errs = append(errs, fmt.Errorf("-sse: must be >= 0, got %d", o.sse.streams))
+	}
+	if o.sse.streams > 0 {
+		if o.sse.events < 1 {
+			errs = append(errs, fmt.Errorf("-sse-events: must be >= 1, got %d", o.sse.events))
+		}
+		if o.sse.over < 0 || o.sse.ramp < 0 {
+			errs = append(errs, fmt.Errorf("-sse-over and -sse-ramp: must be >= 0, got %s and %s", o.sse.over, o.sse.ramp))
+		}
+		if o.sse.hops < 0 || o.sse.hops > 2 {
+			errs = append(errs, fmt.Errorf("-sse-hops: must be 0, 1 or 2, got %d", o.sse.hops))
+		}
 	}
 	if o.repeat < 1 {
 		errs = append(errs, fmt.Errorf("-repeat: must be >= 1, got %d", o.repeat))
@@ -188,6 +213,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return nil
 		}
 		return err
+	}
+	if o.sse.streams > 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding own executable: %w", err)
+		}
+		return runSSE(ctx, o, self, stdout, stderr)
 	}
 	wrkPath, err := exec.LookPath("wrk")
 	if err != nil {

@@ -72,13 +72,17 @@ func sumCPU(pids []int) (time.Duration, error) {
 }
 
 // rssKiB returns VmRSS from /proc/<pid>/status in KiB.
-func rssKiB(pid int) (int64, error) {
+func rssKiB(pid int) (int64, error) { return statusKiB(pid, "VmRSS") }
+
+// statusKiB returns a field of /proc/<pid>/status given in kB (VmRSS, or
+// VmHWM, the peak resident set since the process started), in KiB.
+func statusKiB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(v) // "12345 kB"
 			if len(f) == 0 {
 				break
@@ -86,7 +90,7 @@ func rssKiB(pid int) (int64, error) {
 			return strconv.ParseInt(f[0], 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
 }
 
 // sumRSS returns the VmRSS of all pids together, in KiB.
