@@ -30,20 +30,22 @@ type Config struct {
 	// SIGTERM or SIGINT before the listeners are closed.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 
-	Listen   Listen          `yaml:"listen"`
-	Store    Store           `yaml:"store"`
-	Peers    map[string]Peer `yaml:"peers"`
-	External External        `yaml:"external"`
-	Edges    []Edge          `yaml:"edges"`
-	Dedupe   Dedupe          `yaml:"dedupe"`
-	Retry    Retry           `yaml:"retry"`
-	Breaker  Breaker         `yaml:"breaker"`
-	Records  Records         `yaml:"records"`
-	Contract Contract        `yaml:"contract"`
-	Identity Identity        `yaml:"identity"`
-	Trust    Trust           `yaml:"trust"`
-	Taint    Taint           `yaml:"taint"`
-	Journal  Journal         `yaml:"journal"`
+	Listen Listen          `yaml:"listen"`
+	Store  Store           `yaml:"store"`
+	Peers  map[string]Peer `yaml:"peers"`
+	// Groups are broadcast groups (groups.go).
+	Groups   map[string]Group `yaml:"groups"`
+	External External         `yaml:"external"`
+	Edges    []Edge           `yaml:"edges"`
+	Dedupe   Dedupe           `yaml:"dedupe"`
+	Retry    Retry            `yaml:"retry"`
+	Breaker  Breaker          `yaml:"breaker"`
+	Records  Records          `yaml:"records"`
+	Contract Contract         `yaml:"contract"`
+	Identity Identity         `yaml:"identity"`
+	Trust    Trust            `yaml:"trust"`
+	Taint    Taint            `yaml:"taint"`
+	Journal  Journal          `yaml:"journal"`
 	// Approvals configures confirmation gates (confirm.go).
 	Approvals Approvals `yaml:"approvals"`
 	// AdminToken is the bearer token the admin API requires when the admin
@@ -397,6 +399,7 @@ func (c *Config) ApplyDefaults() {
 		defD(&r.DialTimeout, DefaultRedisDial)
 		defD(&r.OpTimeout, DefaultRedisOp)
 	}
+	c.defaultGroups()
 }
 
 // OutEdge returns the outbound edge to peer, if configured.

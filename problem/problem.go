@@ -65,6 +65,7 @@ const (
 	SelfApproval        Class = "self-approval"
 	NotPending          Class = "not-pending"
 	ApprovalPending     Class = "approval-pending"
+	BroadcastIncomplete Class = "broadcast-incomplete"
 )
 
 type classInfo struct {
@@ -113,6 +114,7 @@ var classes = map[Class]classInfo{
 	SelfApproval:        {"An agent cannot decide its own handoff", http.StatusForbidden, -32081},
 	NotPending:          {"Approval already decided", http.StatusConflict, -32082},
 	ApprovalPending:     {"Handoff held for approval", http.StatusConflict, -32083},
+	BroadcastIncomplete: {"Broadcast not met", http.StatusBadGateway, -32084},
 }
 
 // Type returns the class's type URI.

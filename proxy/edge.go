@@ -191,6 +191,9 @@ func (e *edge) send(req *http.Request, rec *record.Record, body []byte) attempt 
 	if t := e.retry.Timeout.D(); t > 0 {
 		deadline = time.Now().Add(t)
 	}
+	if d, ok := handoffDeadline(ctx); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d // a broadcast's (broadcast.go)
+	}
 	e.budget.request()
 	for try := 0; ; try++ {
 		if try > 0 {

@@ -22,6 +22,7 @@ type resolver struct {
 	exact    map[string]bool     // external host:port allowed exactly
 	suffixes []string            // ".example.com:443" for "*.example.com:443"
 	byHost   map[string][]string // peers by their URL's host, for redirected connections
+	groups   map[string]*broadcastSpec
 }
 
 type peerRoute struct {
@@ -47,6 +48,7 @@ func newResolver(c *config.Config) *resolver {
 		rs.peers[name] = r
 	}
 	rs.byHost = peersByHost(c)
+	rs.groups = groupSpecs(c)
 	for _, a := range c.External.Allow {
 		a = strings.ToLower(a)
 		if strings.HasPrefix(a, "*.") {
@@ -67,6 +69,10 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 			host = r.URL.Host // absolute-form: the agent uses Baton as HTTP_PROXY
 		}
 		name, port := splitHost(host)
+		if _, listed := r.Header[HeaderBroadcast]; listed {
+			rs.adHocBroadcast(w, r, in, next) // broadcast.go
+			return
+		}
 		if dst, ok := intercept.OriginalDstFromContext(r.Context()); ok {
 			rs.viaOriginal(w, r, in, name, dst, next) // transparent.go
 			return
@@ -79,6 +85,10 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 		if p, ok := rs.peers[name]; ok && (port == "" || port == "80") {
 			in.From, in.To, in.Target, in.MaxHops = rs.agent, name, p.url, p.maxHops
 			next.ServeHTTP(w, r)
+			return
+		}
+		if g, ok := rs.groups[name]; ok && (port == "" || port == "80") {
+			rs.toGroup(w, r, in, g, next) // broadcast.go
 			return
 		}
 		if port == "" {

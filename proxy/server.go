@@ -229,6 +229,8 @@ func New(o Options) (*Server, error) {
 		middleware.Identity(hs),
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.IdempotencyKey(hs, c.Records.MaxBodyBytes, ts.signer != nil),
+		(&broadcaster{rs: rs, maxBody: c.Limits.MaxBodyBytes}).middleware,
+	).Handler(chi.Chain(
 		middleware.Policy(middleware.PolicyOptions{
 			Policy: ts.policy, Signing: ts.signer != nil, Grants: grants, Log: o.Logger,
 			EdgeGrant:        func(peer string) *trust.Grant { return ts.grants[peer] },
@@ -237,7 +239,7 @@ func New(o Options) (*Server, error) {
 		middleware.MCP(middleware.MCPOptions{Policy: mcpOut, Observe: mm.observe, Log: o.Logger}),
 		middleware.Contract(checker, contractOut, o.Logger),
 		tainted.Egress,
-	).Handler(egressProxy)
+	).Handler(egressProxy))
 
 	maxHops := func(from string) int {
 		if e, ok := c.InEdge(from); ok {
