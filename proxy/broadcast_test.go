@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/proxy"
 )
 
 // broadcastDoc is the answer a broadcast's agent gets (a met broadcast's

@@ -111,7 +111,8 @@ Metrics
   prometheus or none. Series: docs/metrics.md.
 
 Documentation: README.md and docs/ (config.md, idempotency.md, records.md,
-resilience.md, envelope.md, problems.md, interception.md, gates.md, chaos.md).
+resilience.md, envelope.md, problems.md, interception.md, gates.md, chaos.md,
+broadcast.md).
 `
 
 // run executes one baton command.
