@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,7 @@ func (rs *resolver) adHocBroadcast(w http.ResponseWriter, r *http.Request, in *m
 				problem.New(r, problem.UnknownDestination, HeaderBroadcast+" names "+m+", which is not a configured peer").
 					With("destination", m).Write(w)
 				return
-			case containsString(g.members, m):
+			case slices.Contains(g.members, m):
 				problem.Write(w, r, problem.BadRequest, HeaderBroadcast+" lists "+m+" twice")
 				return
 			}
@@ -121,15 +122,6 @@ func (g *broadcastSpec) parseMode(v string) error {
 		return errors.New(HeaderBroadcastMode + ": want all, any or quorum=N, got " + strconv.Quote(v))
 	}
 	return nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // deadlineKey carries a broadcast's deadline to the edges that send its

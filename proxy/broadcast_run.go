@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -245,7 +246,7 @@ func (a *memberAnswer) setBody(res *memberResult) {
 	case res.omitted:
 		a.BodyOmitted = true
 	case len(res.body) == 0:
-	case (mt == "application/json" || mt == "application/problem+json" || (len(mt) > 5 && mt[len(mt)-5:] == "+json")) && json.Valid(res.body):
+	case (mt == "application/json" || strings.HasSuffix(mt, "+json")) && json.Valid(res.body):
 		a.Body = res.body
 	case utf8.Valid(res.body):
 		a.BodyText = string(res.body)
