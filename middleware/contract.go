@@ -54,7 +54,7 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 					next.ServeHTTP(w, r)
 					return
 				}
-				if !buffer(w, r, in) {
+				if !Buffer(w, r, in) {
 					return
 				}
 			}

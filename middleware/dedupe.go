@@ -137,7 +137,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.Key = key
-	if !buffer(w, r, in) {
+	if !Buffer(w, r, in) {
 		return
 	}
 	body := in.Body

@@ -74,7 +74,7 @@ func IdempotencyKey(hs Handlings, bufferMax int64, bufferAll bool) func(http.Han
 				r.Header[HeaderIdempotencyKey] = []string{QuoteKey(key)}
 			}
 			derive := !hasKey && !idempotentMethod(r.Method)
-			if (derive || bufferAll || (r.ContentLength >= 0 && r.ContentLength <= bufferMax)) && !buffer(w, r, in) {
+			if (derive || bufferAll || (r.ContentLength >= 0 && r.ContentLength <= bufferMax)) && !Buffer(w, r, in) {
 				return
 			}
 			if derive && in.Buffered {
@@ -136,10 +136,10 @@ func (in *Info) derive(r *http.Request) string {
 	return quoted
 }
 
-// buffer makes sure in.Body holds the whole (capped) body, answering 413 or
+// Buffer makes sure in.Body holds the whole (capped) body, answering 413 or
 // 400 and returning false when it cannot be read. A body already buffered is
 // not read again.
-func buffer(w http.ResponseWriter, r *http.Request, in *Info) bool {
+func Buffer(w http.ResponseWriter, r *http.Request, in *Info) bool {
 	if in.Buffered {
 		return true
 	}

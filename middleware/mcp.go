@@ -260,7 +260,7 @@ func MCP(o MCPOptions) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if !buffer(w, r, in) {
+			if !Buffer(w, r, in) {
 				return
 			}
 			sniffed := in.RPC == nil

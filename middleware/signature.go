@@ -63,7 +63,7 @@ func Verify(o VerifyOptions) func(http.Handler) http.Handler {
 					refuseSignature(w, r, trust.ReasonUnknownKey, "this Baton has no trust bundle, so it cannot verify signatures")
 					return
 				}
-				if !buffer(w, r, in) {
+				if !Buffer(w, r, in) {
 					return
 				}
 				msg := trust.RequestMessage(r, in.Body)

@@ -166,7 +166,7 @@ func (t *Taint) Egress(next http.Handler) http.Handler {
 		detected := false
 		if !in.Buffered && (r.ContentLength < 0 || r.ContentLength > t.o.Config.MaxScanBytes) {
 			labels.Unscanned = true
-		} else if !buffer(w, r, in) {
+		} else if !Buffer(w, r, in) {
 			return
 		}
 		if in.Buffered {

@@ -31,7 +31,7 @@ func (t *Taint) Ingress(next http.Handler) http.Handler {
 		}
 		kind := kindOf(r.Header.Get("Content-Type"))
 		if kind != notText && !in.Buffered && r.ContentLength >= 0 && r.ContentLength <= t.o.Config.MaxScanBytes {
-			if !buffer(w, r, in) {
+			if !Buffer(w, r, in) {
 				return
 			}
 		}

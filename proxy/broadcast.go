@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -33,24 +32,30 @@ const adHocGroup = "broadcast"
 
 // broadcastSpec is a resolved broadcast: its group's name and settings.
 type broadcastSpec struct {
-	name        string
-	members     []string
-	mode        string
-	quorum      int
-	concurrency int
-	deadline    time.Duration
+	name string
+	config.Group
 }
 
 type broadcastKey struct{}
 
-// groupSpecs resolves the configured groups.
+// groupSpecs names the configured groups.
 func groupSpecs(c *config.Config) map[string]*broadcastSpec {
 	out := make(map[string]*broadcastSpec, len(c.Groups))
 	for name, g := range c.Groups {
-		out[name] = &broadcastSpec{name: name, members: g.Members, mode: g.Mode, quorum: g.Quorum,
-			concurrency: g.Concurrency, deadline: g.Deadline.D()}
+		out[name] = &broadcastSpec{name: name, Group: g}
 	}
 	return out
+}
+
+// needed is how many members must answer 2xx for the broadcast's mode.
+func (g *broadcastSpec) needed() int {
+	switch g.Mode {
+	case config.BroadcastAny:
+		return 1
+	case config.BroadcastQuorum:
+		return g.Quorum
+	}
+	return len(g.Members)
 }
 
 // toGroup routes a handoff to a broadcast: the edge is the group (its
@@ -58,7 +63,7 @@ func groupSpecs(c *config.Config) map[string]*broadcastSpec {
 // its members'.
 func (rs *resolver) toGroup(w http.ResponseWriter, r *http.Request, in *middleware.Info, g *broadcastSpec, next http.Handler) {
 	in.From, in.To, in.Target, in.MaxHops = rs.agent, g.name, nil, 0
-	for _, m := range g.members {
+	for _, m := range g.Members {
 		if p := rs.peers[m]; in.MaxHops == 0 || p.maxHops < in.MaxHops {
 			in.MaxHops = p.maxHops
 		}
@@ -70,7 +75,7 @@ func (rs *resolver) toGroup(w http.ResponseWriter, r *http.Request, in *middlewa
 // to those peers whatever its Host, in the mode Baton-Broadcast-Mode names
 // (all, any or quorum=N; all by default), within the default deadline.
 func (rs *resolver) adHocBroadcast(w http.ResponseWriter, r *http.Request, in *middleware.Info, next http.Handler) {
-	g := &broadcastSpec{name: adHocGroup, mode: config.BroadcastAll, deadline: config.DefaultBroadcastDeadline}
+	g := &broadcastSpec{name: adHocGroup, Group: config.Group{Mode: config.BroadcastAll, Deadline: config.Duration(config.DefaultBroadcastDeadline)}}
 	for _, v := range r.Header[HeaderBroadcast] {
 		for m := range strings.SplitSeq(v, ",") {
 			m = strings.ToLower(strings.TrimSpace(m))
@@ -83,15 +88,15 @@ func (rs *resolver) adHocBroadcast(w http.ResponseWriter, r *http.Request, in *m
 				problem.New(r, problem.UnknownDestination, HeaderBroadcast+" names "+m+", which is not a configured peer").
 					With("destination", m).Write(w)
 				return
-			case slices.Contains(g.members, m):
+			case slices.Contains(g.Members, m):
 				problem.Write(w, r, problem.BadRequest, HeaderBroadcast+" lists "+m+" twice")
 				return
 			}
-			g.members = append(g.members, m)
+			g.Members = append(g.Members, m)
 		}
 	}
-	if len(g.members) > config.MaxGroupMembers {
-		problem.Write(w, r, problem.BadRequest, HeaderBroadcast+" lists "+strconv.Itoa(len(g.members))+
+	if len(g.Members) > config.MaxGroupMembers {
+		problem.Write(w, r, problem.BadRequest, HeaderBroadcast+" lists "+strconv.Itoa(len(g.Members))+
 			" peers; at most "+strconv.Itoa(config.MaxGroupMembers))
 		return
 	}
@@ -109,15 +114,15 @@ func (g *broadcastSpec) parseMode(v string) error {
 	v = strings.TrimSpace(v)
 	switch {
 	case v == "" || v == config.BroadcastAll:
-		g.mode = config.BroadcastAll
+		g.Mode = config.BroadcastAll
 	case v == config.BroadcastAny:
-		g.mode = config.BroadcastAny
+		g.Mode = config.BroadcastAny
 	case strings.HasPrefix(v, config.BroadcastQuorum+"="):
 		n, err := strconv.Atoi(v[len(config.BroadcastQuorum)+1:])
-		if err != nil || n < 1 || n > len(g.members) {
-			return errors.New(HeaderBroadcastMode + ": quorum must be between 1 and the " + strconv.Itoa(len(g.members)) + " members, got " + strconv.Quote(v))
+		if err != nil || n < 1 || n > len(g.Members) {
+			return errors.New(HeaderBroadcastMode + ": quorum must be between 1 and the " + strconv.Itoa(len(g.Members)) + " members, got " + strconv.Quote(v))
 		}
-		g.mode, g.quorum = config.BroadcastQuorum, n
+		g.Mode, g.Quorum = config.BroadcastQuorum, n
 	default:
 		return errors.New(HeaderBroadcastMode + ": want all, any or quorum=N, got " + strconv.Quote(v))
 	}
@@ -150,21 +155,9 @@ func (b *broadcaster) middleware(next http.Handler) http.Handler {
 			return
 		}
 		in := middleware.InfoFromContext(r.Context())
-		if !in.Buffered {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				var tooBig *http.MaxBytesError
-				if errors.As(err, &tooBig) {
-					problem.Write(w, r, problem.BodyTooLarge, "the broadcast's body is larger than limits.max_body_bytes")
-				} else {
-					problem.Write(w, r, problem.BadRequest, "reading the broadcast's body: "+err.Error())
-				}
-				return
-			}
-			in.Body, in.Buffered = body, true
+		if !middleware.Buffer(w, r, in) { // every member is sent the whole body
+			return
 		}
-		run := b.start(r, in, g, next)
-		res := run.wait()
-		b.answer(w, r, in, g, run, res)
+		b.answer(w, r, in, g, b.start(r, in, g, next).wait())
 	})
 }

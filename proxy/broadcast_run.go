@@ -44,17 +44,17 @@ type broadcastRun struct {
 // broadcast's deadline: every member's handoff ends delivered or as a dead
 // letter, even after the agent has its answer.
 func (b *broadcaster) start(r *http.Request, in *middleware.Info, g *broadcastSpec, next http.Handler) *broadcastRun {
-	run := &broadcastRun{g: g, done: make(chan *memberResult, len(g.members)), deadline: time.Now().Add(g.deadline)}
+	run := &broadcastRun{g: g, done: make(chan *memberResult, len(g.Members)), deadline: time.Now().Add(g.Deadline.D())}
 	ctx := context.WithValue(context.WithoutCancel(r.Context()), deadlineKey{}, run.deadline)
-	conc := g.concurrency
-	if conc <= 0 || conc > len(g.members) {
-		conc = len(g.members)
+	conc := g.Concurrency
+	if conc <= 0 || conc > len(g.Members) {
+		conc = len(g.Members)
 	}
 	// Every member's request is made here, before any is sent: the
 	// broadcast's Info and request are the agent's handler's again once it
 	// has its answer, which may come before the last member is sent.
-	reqs := make([]*http.Request, len(g.members))
-	for i, m := range g.members {
+	reqs := make([]*http.Request, len(g.Members))
+	for i, m := range g.Members {
 		reqs[i] = b.memberRequest(ctx, r, in, m)
 	}
 	slots := make(chan struct{}, conc)
@@ -102,12 +102,13 @@ func (b *broadcaster) send(mr *http.Request, next http.Handler) *memberResult {
 		record: mi.RecordID, deadLetter: mi.DeadLetter, delivered: mi.Delivered}
 }
 
-// wait collects the members' results until the broadcast's mode is met or
-// can no longer be, or every member has answered (mode all always waits
-// for every member, so that its document is whole). A member still running
-// past the deadline (and a little grace for its dead letter) is missed.
+// wait collects the members' results until the broadcast's mode is met,
+// or (modes any and quorum) can no longer be, or every member has answered:
+// mode all always waits for every member, so that its document is whole. A
+// member still running past the deadline (and a little grace for its dead
+// letter) is missed.
 func (run *broadcastRun) wait() []*memberResult {
-	n := len(run.g.members)
+	n, need := len(run.g.Members), run.g.needed()
 	got := make([]*memberResult, n)
 	grace := time.NewTimer(time.Until(run.deadline) + 2*time.Second)
 	defer grace.Stop()
@@ -124,35 +125,11 @@ func (run *broadcastRun) wait() []*memberResult {
 		case <-grace.C:
 			return got
 		}
-		switch run.g.mode {
-		case config.BroadcastAny:
-			if succeeded >= 1 {
-				return got
-			}
-		case config.BroadcastQuorum:
-			if succeeded >= run.g.quorum || failed > n-run.g.quorum {
-				return got
-			}
+		if succeeded >= need || (run.g.Mode != config.BroadcastAll && failed > n-need) {
+			return got
 		}
 	}
 	return got
-}
-
-// met reports whether the results meet the broadcast's mode.
-func (g *broadcastSpec) met(got []*memberResult) bool {
-	succeeded := 0
-	for _, res := range got {
-		if res != nil && res.ok() {
-			succeeded++
-		}
-	}
-	switch g.mode {
-	case config.BroadcastAny:
-		return succeeded >= 1
-	case config.BroadcastQuorum:
-		return succeeded >= g.quorum
-	}
-	return succeeded == len(g.members)
 }
 
 // memberAnswer is one member in the broadcast's answer document.
@@ -186,17 +163,14 @@ type broadcastAnswer struct {
 // answer writes the broadcast's one answer: 200 with the document when its
 // mode is met, else the problem broadcast-incomplete (502) carrying the same
 // members, with Baton-Dead-Letter naming the first member's dead letter.
-func (b *broadcaster) answer(w http.ResponseWriter, r *http.Request, in *middleware.Info, g *broadcastSpec, run *broadcastRun, got []*memberResult) {
-	doc := broadcastAnswer{Broadcast: g.name, Mode: g.mode, Quorum: g.quorum, Key: in.Key, Met: g.met(got)}
-	firstDead := ""
-	for i, m := range g.members {
+func (b *broadcaster) answer(w http.ResponseWriter, r *http.Request, in *middleware.Info, g *broadcastSpec, got []*memberResult) {
+	doc := broadcastAnswer{Broadcast: g.name, Mode: g.Mode, Quorum: g.Quorum, Key: in.Key}
+	firstDead, pending := "", []string(nil)
+	for i, m := range g.Members {
 		res := got[i]
 		if res == nil {
-			doc.Pending++
+			pending = append(pending, m)
 			doc.Members = append(doc.Members, memberAnswer{Agent: m, State: "pending"})
-			if !doc.Met || g.mode == config.BroadcastAll {
-				doc.Missed = append(doc.Missed, m)
-			}
 			continue
 		}
 		a := memberAnswer{Agent: m, State: "answered", Status: res.status, Record: res.record, DeadLetter: res.deadLetter}
@@ -210,15 +184,12 @@ func (b *broadcaster) answer(w http.ResponseWriter, r *http.Request, in *middlew
 				firstDead = res.deadLetter
 			}
 		}
-		if res.delivered {
-			in.Delivered = true
-		}
+		in.Delivered = in.Delivered || res.delivered
 		a.setBody(res)
 		doc.Members = append(doc.Members, a)
 	}
-	if in.Key != "" {
-		w.Header()[middleware.HeaderIdempotencyKey] = []string{middleware.QuoteKey(in.Key)}
-	}
+	doc.Pending, doc.Met = len(pending), doc.Succeeded >= g.needed()
+	echoKey(w.Header(), r.Header)
 	if doc.Met {
 		in.Call.Settle(middleware.CallAnswered)
 		w.Header().Set("Content-Type", "application/json")
@@ -227,11 +198,12 @@ func (b *broadcaster) answer(w http.ResponseWriter, r *http.Request, in *middlew
 		_ = json.NewEncoder(w).Encode(doc)
 		return
 	}
+	doc.Missed = append(doc.Missed, pending...) // still running at the deadline
 	if firstDead != "" {
 		w.Header().Set(HeaderDeadLetter, firstDead)
 	}
-	detail := "the broadcast to " + g.name + " (mode " + g.mode + ") was not met by its deadline: " +
-		strconv.Itoa(doc.Succeeded) + " of " + strconv.Itoa(len(g.members)) + " members answered 2xx"
+	detail := "the broadcast to " + g.name + " (mode " + g.Mode + ") was not met by its deadline: " +
+		strconv.Itoa(doc.Succeeded) + " of " + strconv.Itoa(len(g.Members)) + " members answered 2xx"
 	problem.New(r, problem.BroadcastIncomplete, detail).
 		With("broadcast", doc.Broadcast).With("mode", doc.Mode).With("succeeded", doc.Succeeded).
 		With("failed", doc.Failed).With("pending", doc.Pending).With("missed", doc.Missed).
