@@ -230,20 +230,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return fmt.Errorf("finding own executable: %w", err)
 	}
 
-	dir, err := os.MkdirTemp("", "baton-bench-")
+	dir, done, err := workDir(ctx, o, "baton-bench-", stderr)
 	if err != nil {
-		return fmt.Errorf("creating temp dir: %w", err)
+		return err
 	}
+	defer func() { done(err) }()
 	// nginx workers drop to an unprivileged user when run as root; let them
 	// reach the prefix directory.
 	_ = os.Chmod(dir, 0o755)
-	defer func() {
-		if o.keep || (err != nil && ctx.Err() == nil) {
-			fmt.Fprintf(stderr, "bench: kept %s (configs and process logs)\n", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	}()
 
 	sup := newSupervisor(dir, stderr)
 	defer sup.stopAll()
@@ -285,4 +279,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return fmt.Errorf("rows failed: %s (see notes above)", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// workDir makes a run's temporary directory (configs, process logs). The
+// function it returns, given the run's error, removes the directory, or
+// keeps it and prints its path with -keep or when the run failed (not
+// interrupted).
+func workDir(ctx context.Context, o *options, prefix string, stderr io.Writer) (string, func(error), error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("creating temp dir: %w", err)
+	}
+	return dir, func(err error) {
+		if o.keep || (err != nil && ctx.Err() == nil) {
+			fmt.Fprintf(stderr, "bench: kept %s (configs and process logs)\n", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	}, nil
 }

@@ -78,17 +78,11 @@ func runSSE(ctx context.Context, o *options, self string, stdout, stderr io.Writ
 	// The harness holds one socket per stream, the agent one, and each
 	// Baton two; ask for the most any process needs.
 	lim, limErr := raiseNoFile(uint64(2*so.streams + fdReserve))
-	dir, err := os.MkdirTemp("", "baton-bench-sse-")
+	dir, done, err := workDir(ctx, o, "baton-bench-sse-", stderr)
 	if err != nil {
-		return fmt.Errorf("creating temp dir: %w", err)
+		return err
 	}
-	defer func() {
-		if o.keep || (err != nil && ctx.Err() == nil) {
-			fmt.Fprintf(stderr, "bench: kept %s (configs and process logs)\n", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	}()
+	defer func() { done(err) }()
 	sup := newSupervisor(dir, stderr)
 	defer sup.stopAll()
 	h := &harness{o: o, sup: sup, dir: dir, self: self, stderr: stderr}

@@ -7,9 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/batonproxy/baton/config"
-	"github.com/batonproxy/baton/state"
 )
 
 // BenchmarkBroadcast compares one handoff with a broadcast to 10 members,
@@ -18,7 +15,6 @@ import (
 // on the memory store. A broadcast to 10 should cost at most 10 handoffs'
 // CPU (docs/broadcast.md): the ratio of the two cpu-µs/op.
 func BenchmarkBroadcast(b *testing.B) {
-	mem := func() state.Store { return state.NewMemory(config.Memory{MaxEntries: 1 << 20, MaxBytes: 256 << 20}) }
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -31,10 +27,10 @@ func BenchmarkBroadcast(b *testing.B) {
 	for i := range n {
 		name := fmt.Sprintf("m%d", i)
 		members[i] = name
-		peers[name] = startBaton(b, "agent: "+name+"\nupstream: "+agent.URL+"\nlog_level: warn\n", mem()).IngressAddr()
+		peers[name] = startBaton(b, "agent: "+name+"\nupstream: "+agent.URL+"\nlog_level: warn\n", benchMemory()).IngressAddr()
 	}
 	a := startBaton(b, "agent: a\nupstream: http://127.0.0.1:1\nlog_level: warn\n"+peerYAML(peers)+
-		"groups: {panel: {members: ["+strings.Join(members, ", ")+"]}}\n", mem())
+		"groups: {panel: {members: ["+strings.Join(members, ", ")+"]}}\n", benchMemory())
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	for _, host := range []string{"m0", "panel"} {
 		b.Run(map[string]string{"m0": "handoff", "panel": "broadcast-10"}[host], func(b *testing.B) {

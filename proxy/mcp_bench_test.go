@@ -6,16 +6,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/batonproxy/baton/config"
-	"github.com/batonproxy/baton/state"
 )
 
 // BenchmarkMCPHop is one request through two Batons, a → b, on the memory
 // store, as a plain JSON handoff and as an MCP tool call on an MCP edge of
 // the same size: what MCP awareness adds to a handoff, in CPU per request.
 func BenchmarkMCPHop(b *testing.B) {
-	mem := func() state.Store { return state.NewMemory(config.Memory{MaxEntries: 1 << 20, MaxBytes: 256 << 20}) }
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}`)
@@ -27,8 +23,8 @@ func BenchmarkMCPHop(b *testing.B) {
 		{"mcp", ", mcp: {}", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_web","arguments":{"query":"` + pad + `"}}}`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			bB := startBaton(b, "agent: b\nupstream: "+agent.URL+"\nlog_level: warn\nedges: [{from: a"+c.edge+"}]\n", mem())
-			aB := startBaton(b, "agent: a\nupstream: http://127.0.0.1:1\nlog_level: warn\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b"+c.edge+"}]\n", mem())
+			bB := startBaton(b, "agent: b\nupstream: "+agent.URL+"\nlog_level: warn\nedges: [{from: a"+c.edge+"}]\n", benchMemory())
+			aB := startBaton(b, "agent: a\nupstream: http://127.0.0.1:1\nlog_level: warn\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b"+c.edge+"}]\n", benchMemory())
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 			b.ReportAllocs()
 			start := cpuTime()
