@@ -169,6 +169,9 @@ type Edge struct {
 	// Confirm holds the edge's handoffs for a person's approval
 	// (docs/gates.md). Outbound edges only.
 	Confirm *Confirm `yaml:"confirm"`
+	// Context passes large artifacts by reference, bounds a handoff's
+	// tokens and keeps or drops its fields (docs/context.md).
+	Context *Context `yaml:"context"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is
@@ -400,6 +403,7 @@ func (c *Config) ApplyDefaults() {
 		defD(&r.OpTimeout, DefaultRedisOp)
 	}
 	c.defaultGroups()
+	c.defaultContext()
 }
 
 // OutEdge returns the outbound edge to peer, if configured.

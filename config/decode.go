@@ -92,6 +92,8 @@ func join(errs []error) error {
 	return errors.Join(errs...)
 }
 
+var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
+
 type checker struct {
 	errs  []error // all *FieldError
 	nodes int
@@ -113,6 +115,11 @@ func (c *checker) value(path string, n *yaml.Node, t reflect.Type) {
 		t = t.Elem()
 	}
 	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yaml.ScalarNode && reflect.PointerTo(t).Implements(unmarshaler):
+		// a block with a scalar shorthand (by_reference: true)
+		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			c.bad(path, valueOf(n), "must be true or a mapping", n.Line)
+		}
 	case t.Kind() == reflect.Struct:
 		c.structure(path, n, t)
 	case t.Kind() == reflect.Map:

@@ -122,6 +122,7 @@ func (c *Config) Validate() error {
 	c.validateJournal(bad)
 	c.validateMCP(bad)
 	c.validateConfirm(bad)
+	c.validateContext(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")

@@ -109,6 +109,8 @@ type Artifact struct {
 	MediaType string          `json:"media_type,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	Ref       string          `json:"ref,omitempty"`
+	Digest    string          `json:"digest,omitempty"` // sha-256 of the content's bytes (docs/context.md)
+	Size      *int64          `json:"size,omitempty"`
 	Trust     Trust           `json:"trust"`
 	Source    string          `json:"source,omitempty"`
 }

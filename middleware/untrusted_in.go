@@ -355,3 +355,12 @@ func comparePointers(a, b string) int {
 	}
 	return len(ta) - len(tb)
 }
+
+// RememberRead remembers text the agent read through its Baton from source
+// (referenced content of trace traceID, docs/context.md) as untrusted, so
+// that an outbound handoff copying it is labelled as if it had arrived
+// inline.
+func (t *Taint) RememberRead(ctx context.Context, traceID, source string, text []byte) {
+	in := &Info{Side: Ingress, Agent: t.o.Agent, TraceID: traceID}
+	t.rememberInbound(ctx, in, trust.Labels{}, []spanText{{text: string(text), sources: []string{source}}})
+}

@@ -66,6 +66,10 @@ const (
 	NotPending          Class = "not-pending"
 	ApprovalPending     Class = "approval-pending"
 	BroadcastIncomplete Class = "broadcast-incomplete"
+	DigestMismatch      Class = "context-digest-mismatch"
+	ContextUnavailable  Class = "context-unavailable"
+	NotOnTrace          Class = "not-on-trace"
+	OverBudget          Class = "over-budget"
 )
 
 type classInfo struct {
@@ -115,6 +119,10 @@ var classes = map[Class]classInfo{
 	NotPending:          {"Approval already decided", http.StatusConflict, -32082},
 	ApprovalPending:     {"Handoff held for approval", http.StatusConflict, -32083},
 	BroadcastIncomplete: {"Broadcast not met", http.StatusBadGateway, -32084},
+	DigestMismatch:      {"Artifact digest does not match", http.StatusUnprocessableEntity, -32085},
+	ContextUnavailable:  {"Referenced content unavailable", http.StatusUnprocessableEntity, -32086},
+	NotOnTrace:          {"Agent not on the trace", http.StatusForbidden, -32087},
+	OverBudget:          {"Handoff over its token budget", http.StatusUnprocessableEntity, -32088},
 }
 
 // Type returns the class's type URI.

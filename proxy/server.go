@@ -64,6 +64,11 @@ type Server struct {
 	tp      *transparent     // nil unless intercept.mode is transparent
 	con     *console         // the operator console (console.go)
 
+	hs    *handlings              // inbound handoffs being handled (handlings.go)
+	refs  *middleware.ContextRefs // context by reference (context.go)
+	ctxm  *contextMetrics
+	taint *middleware.Taint
+
 	approvals *approvals // held handoffs (approvals.go)
 	approvers *approvers // who may decide them (admin_identity.go)
 
@@ -122,6 +127,11 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
+	s.hs = hs
+	if s.ctxm, err = newContextMetrics(o.MeterProvider); err != nil {
+		return nil, err
+	}
+	s.refs = newContextRefs(c, o.Store, s.ctxm, o)
 	sessions := newMCPSessions(c.Agent, o.Store, o.Logger)
 	jr, err := newJournal(c, o, hs, env, ts.signer)
 	if err != nil {
@@ -221,6 +231,7 @@ func New(o Options) (*Server, error) {
 		},
 		UntrustedResults: untrustedResults(c),
 	})
+	s.taint = tainted
 	eg := chi.Chain(
 		middleware.AccessLogTo(lines, o.Logger, middleware.Egress, c.Agent),
 		middleware.Measure(sm.m),
@@ -237,6 +248,7 @@ func New(o Options) (*Server, error) {
 			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
 		}),
 		middleware.MCP(middleware.MCPOptions{Policy: mcpOut, Observe: mm.observe, Log: o.Logger}),
+		s.refs.Egress,
 		middleware.Contract(checker, contractOut, o.Logger),
 		tainted.Egress,
 	).Handler(egressProxy))
@@ -259,13 +271,14 @@ func New(o Options) (*Server, error) {
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book),
 		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: sessions, Log: o.Logger}),
+		s.refs.Ingress,
 		middleware.Contract(checker, contractIn, o.Logger),
 		tainted.Ingress,
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
 		middleware.Handle(hs),
 	).Handler(ingressProxy)
 
-	s.egress = s.httpServer(agentFacing(eg, s.agentApprovals), errLog, c.Listen.H2C)
+	s.egress = s.httpServer(agentFacing(eg, s.agentApprovals, s.agentContext), errLog, c.Listen.H2C)
 	s.ingress = s.httpServer(ig, errLog, c.Listen.H2C)
 	s.admin = s.httpServer(s.adminRouter(), errLog, false)
 	return s, nil
@@ -490,10 +503,14 @@ func (s *Server) backgroundLocked(fn func(ctx context.Context)) {
 // agentFacing serves Baton's own paths for the agent on the egress listener
 // (its approvals: origin-form requests under ApprovalPathPrefix) and passes
 // everything else to the egress chain.
-func agentFacing(egress http.Handler, approvals http.HandlerFunc) http.Handler {
+func agentFacing(egress http.Handler, approvals, refs http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Host == "" && strings.HasPrefix(r.URL.Path, ApprovalPathPrefix) {
 			approvals(w, r)
+			return
+		}
+		if r.URL.Host == "" && strings.HasPrefix(r.URL.Path, handoff.ContextPath) && toBaton(r.Host) {
+			refs(w, r)
 			return
 		}
 		egress.ServeHTTP(w, r)

@@ -44,13 +44,14 @@ const (
 	opMarkAdd
 	opMarkLookup
 	opPing
+	opTouch
 	nStoreOps
 )
 
 var storeOpNames = [nStoreOps]string{"claim", "claim_many", "renew", "swap", "release", "get", "set", "delete",
 	"append", "range", "index_add", "index_range", "index_remove", "index_count", "append_chained", "read_chain",
 	"attached", "mark_add",
-	"mark_lookup", "ping"}
+	"mark_lookup", "ping", "touch"}
 
 // measureStore wraps s; without metrics it is s.
 func measureStore(s state.Store, m *middleware.Metrics, indexed func()) state.Store {
@@ -90,6 +91,13 @@ func (s *measuredStore) Renew(ctx context.Context, key string, val []byte, ttl t
 	start := time.Now()
 	ok, err := s.Store.Renew(ctx, key, val, ttl)
 	s.ops[opRenew].Done(start, err)
+	return ok, err
+}
+
+func (s *measuredStore) Touch(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	start := time.Now()
+	ok, err := s.Store.Touch(ctx, key, ttl)
+	s.ops[opTouch].Done(start, err)
 	return ok, err
 }
 

@@ -100,6 +100,7 @@ func TestMeasuredStoreLabelsEachOp(t *testing.T) {
 		"mark_add":    func() error { return s.MarkAdd(ctx, "mk", []uint64{1}, "v", ttl, 8) },
 		"mark_lookup": func() error { _, err := s.MarkLookup(ctx, "mk", []uint64{1}); return err },
 		"ping":        func() error { return s.Ping(ctx) },
+		"touch":       func() error { _, err := s.Touch(ctx, "c", ttl); return err },
 		"get": func() error {
 			if _, err := s.Get(ctx, "absent"); !errors.Is(err, state.ErrNotFound) {
 				return err

@@ -88,6 +88,22 @@ func (m *Memory) Set(_ context.Context, key string, val []byte, ttl time.Duratio
 	return m.writeValue(now, key, m.live(key, now), val, ttl, false)
 }
 
+// Touch sets the expiry of key's value and reports whether it holds one.
+func (m *Memory) Touch(_ context.Context, key string, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	switch e := m.live(key, now); {
+	case e == nil:
+		return false, nil
+	case e.kind != kindValue:
+		return false, ErrWrongKind
+	default:
+		m.expireAt(e, deadline(now, ttl))
+		return true, nil
+	}
+}
+
 // Delete removes key, whatever it holds.
 func (m *Memory) Delete(_ context.Context, key string) error {
 	m.mu.Lock()

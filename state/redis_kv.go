@@ -108,6 +108,27 @@ func (r *Redis) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 	return nil
 }
 
+// Touch sets key's expiry with PEXPIRE (PERSIST for no expiry), which
+// answers whether the key exists.
+func (r *Redis) Touch(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	var ok bool
+	var err error
+	if ms := millis(ttl); ms > 0 {
+		ok, err = r.client.PExpire(ctx, r.Key(key), time.Duration(ms)*time.Millisecond).Result()
+	} else {
+		var n int64
+		if n, err = r.client.Exists(ctx, r.Key(key)).Result(); err == nil && n > 0 {
+			ok, err = true, r.client.Persist(ctx, r.Key(key)).Err()
+		}
+	}
+	if err != nil {
+		return false, wrapRedis("touch", err)
+	}
+	return ok, nil
+}
+
 // Delete removes key with DEL.
 func (r *Redis) Delete(ctx context.Context, key string) error {
 	ctx, cancel := r.op(ctx)

@@ -35,6 +35,9 @@ type Store interface {
 	// Get returns a copy of key's value, or ErrNotFound when it is absent or expired.
 	Get(ctx context.Context, key string) ([]byte, error)
 	// Set writes key unconditionally; ttl 0 means no expiry. The entry is not held.
+	// Touch sets the ttl of key's value (0: no expiry) and reports whether key
+	// holds one: an existence check that moves no value, for content written once.
+	Touch(ctx context.Context, key string, ttl time.Duration) (bool, error)
 	Set(ctx context.Context, key string, val []byte, ttl time.Duration) error
 	// Delete removes key of any kind; deleting an absent key is not an error.
 	Delete(ctx context.Context, key string) error

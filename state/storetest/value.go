@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/batonproxy/baton/state"
 )
@@ -51,6 +52,20 @@ func valueCases() []testCase {
 			wantOK(t, "Renew absent", ok, err, false)
 			wantValue(t, s, k, []byte("holder"))
 			wantAbsent(t, s, key(t, "absent"))
+		}},
+		{"touch reports and extends", func(t *testing.T, s state.Store) {
+			k := key(t, "k")
+			ok, err := s.Touch(t.Context(), k, long)
+			wantOK(t, "Touch absent", ok, err, false)
+			wantAbsent(t, s, k)
+			must(t, "Set", s.Set(t.Context(), k, []byte("v"), 50*time.Millisecond))
+			ok, err = s.Touch(t.Context(), k, long)
+			wantOK(t, "Touch present", ok, err, true)
+			time.Sleep(120 * time.Millisecond)
+			wantValue(t, s, k, []byte("v")) // the short ttl was replaced by long
+			ok, err = s.Touch(t.Context(), k, 0)
+			wantOK(t, "Touch without expiry", ok, err, true)
+			wantValue(t, s, k, []byte("v"))
 		}},
 		{"swap compare and set", func(t *testing.T, s state.Store) {
 			k := key(t, "k")
