@@ -19,6 +19,9 @@ type Envelope struct {
 	FailureModes  *FailureModes `json:"failure_modes,omitempty"`
 	Artifacts     []Artifact    `json:"artifacts,omitempty"`
 	MemoryRefs    []string      `json:"memory_refs,omitempty"`
+	// Omitted is set by the sending Baton: what it left out for the edge's
+	// field policy or token budget, as pointers into the request body.
+	Omitted []string `json:"omitted,omitempty"`
 }
 
 // Task is the work handed off.
@@ -171,6 +174,7 @@ const example = `{
     {"name": "latency.csv", "media_type": "text/csv", "ref": "s3://team-analysis/checkout/latency.csv", "trust": "trusted", "source": "analyst"},
     {"name": "vendor-status", "media_type": "text/plain", "content": "All systems operational.", "trust": "untrusted", "source": "https://status.example.com"}
   ],
-  "memory_refs": ["mem:checkout/slo", "mem:inventory/batch-api"]
+  "memory_refs": ["mem:checkout/slo", "mem:inventory/batch-api"],
+  "omitted": ["/memory_refs/2"]
 }
 `

@@ -113,19 +113,7 @@ func locateA2A(body []byte, t *tape) located {
 	if !t.parsePath(body, a2aPath[:]) || !t.isObject(0) {
 		return located{}
 	}
-	version, method := false, false
-	for k, end := t.first(0); k < end; k = t.after(k + 1) {
-		switch {
-		case t.is(k, "jsonrpc"):
-			version = t.is(k+1, "2.0")
-		case t.is(k, "method"):
-			method = false
-			for _, a := range a2aMethods {
-				method = method || t.is(k+1, a)
-			}
-		}
-	}
-	if !version || !method {
+	if !isA2ASend(t) {
 		return located{}
 	}
 	ptrs := [...]string{"/params", "/params/message", "/params/message/metadata", A2APointer}

@@ -78,6 +78,10 @@ type ArtifactAt struct {
 	Ref     string
 	Digest  string
 	Size    int64
+	// Omitted is true when the envelope's omitted list names the content:
+	// the sender passed it by reference to meet a token budget, and it
+	// stays a reference for the receiving agent.
+	Omitted bool
 
 	node, content, ref, digest, size int // tape nodes: the object, members' names (-1: absent)
 }
@@ -130,10 +134,24 @@ func ReadArtifacts(contentType string, body []byte) (*Artifacts, error) {
 	if !a.t.isArray(list) {
 		return a, nil
 	}
+	omitted := map[string]bool{}
+	if o := a.t.member(env, OmittedKey); a.t.isArray(o) {
+		for k, end := a.t.first(o); k < end; k = a.t.after(k) {
+			if p, ok := a.t.str(k); ok {
+				omitted[p] = true
+			}
+		}
+	}
+	prefix := ""
+	if a.Where == A2A {
+		prefix = A2APointer
+	}
 	i := 0
 	for k, end := a.t.first(list); k < end; k, i = a.t.after(k), i+1 {
 		if a.t.isObject(k) {
-			a.Items = append(a.Items, a.item(i, k))
+			it := a.item(i, k)
+			it.Omitted = omitted[prefix+"/artifacts/"+strconv.Itoa(i)+"/content"]
+			a.Items = append(a.Items, it)
 		}
 	}
 	return a, nil

@@ -22,7 +22,9 @@ import (
 // passes along must name content stored for the trace. At ingress every
 // referenced artifact is put back inline before the agent sees it (the
 // default) or left for the agent to read from its Baton (deliver:
-// reference); content whose digest does not match is refused either way.
+// reference), or when the sender passed it by reference to meet a token
+// budget (the envelope's omitted list names it); content whose digest does
+// not match is refused either way.
 //
 // It sits before Contract on both sides, after Verify at ingress (the
 // signature covers the bytes that travelled), and before the untrusted
@@ -229,7 +231,7 @@ func (c *ContextRefs) Ingress(next http.Handler) http.Handler {
 					c.mismatch(w, r, in, it, it.Digest, d, "its ref")
 					return
 				}
-				if lazy {
+				if lazy || it.Omitted {
 					if !c.present(w, r, in, it, d) {
 						return
 					}

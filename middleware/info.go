@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/handoff"
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 )
@@ -124,6 +125,9 @@ type Info struct {
 	RPC *RPC
 	// Labels are the handoff's untrusted-content labels (nil: none);
 	// Injection the injection signal on its untrusted spans (nil: none).
+	// Shaping is what the edge's token budget and field policy did to the
+	// handoff (docs/context.md).
+	Shaping   *record.Shaping
 	Labels    *trust.Labels
 	Injection *InjectionSignal
 	// Err is the transport error, if any, for the access log.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff"
+	tokencount "github.com/batonproxy/baton/handoff/tokens"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
 	"github.com/batonproxy/baton/state"
@@ -35,6 +37,7 @@ var contextOps = []string{"stored", "reused", "inlined", "referenced", "served",
 // *contextMetrics counts nothing.
 type contextMetrics struct {
 	refs, bytes metric.Int64Counter
+	budget      metric.Int64Counter
 	attrs       map[string]metric.AddOption
 }
 
@@ -44,12 +47,14 @@ func newContextMetrics(mp metric.MeterProvider) (*contextMetrics, error) {
 	}
 	mt := mp.Meter("github.com/batonproxy/baton")
 	m := &contextMetrics{attrs: map[string]metric.AddOption{}}
-	var err, err2 error
+	var err, err2, err3 error
 	m.refs, err = mt.Int64Counter("baton.context.refs", metric.WithUnit("{artifact}"),
 		metric.WithDescription("Artifacts passed by reference, by operation: stored, reused (already stored for the trace), inlined, referenced (left for the agent), served (read by the agent), refused."))
 	m.bytes, err2 = mt.Int64Counter("baton.context.bytes", metric.WithUnit("By"),
 		metric.WithDescription("Bytes of the artifacts passed by reference, by operation."))
-	if err := errors.Join(err, err2); err != nil {
+	m.budget, err3 = mt.Int64Counter("baton.budget.handoffs", metric.WithUnit("{handoff}"),
+		metric.WithDescription("Handoffs on an edge with a token budget, by outcome: within, trimmed, refused."))
+	if err := errors.Join(err, err2, err3); err != nil {
 		return nil, fmt.Errorf("proxy: context metrics: %w", err)
 	}
 	for _, op := range contextOps {
@@ -207,4 +212,44 @@ func toBaton(host string) bool {
 	}
 	ip, err := netip.ParseAddr(h)
 	return err == nil && ip.IsLoopback()
+}
+
+// budgetPolicies builds each outbound edge's budget and field policy once:
+// the tokenizer's vocabulary is loaded when an edge names it.
+func budgetPolicies(c *config.Config, log *slog.Logger) (func(in *middleware.Info) *middleware.BudgetPolicy, error) {
+	byPeer := map[string]*middleware.BudgetPolicy{}
+	for _, e := range c.Edges {
+		x := e.Context
+		if e.To == "" || x == nil || (x.Budget == nil && x.Fields == nil) {
+			continue
+		}
+		p := &middleware.BudgetPolicy{}
+		var model, name string
+		if b := x.Budget; b != nil {
+			p.MaxTokens, p.Trim = b.MaxTokens, b.Over == config.BudgetTrim
+			model, name = b.Model, b.Tokenizer
+		}
+		ctr, err := tokencount.For(model, name)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: edge to %s: %w", e.To, err)
+		}
+		if ctr.Note != "" {
+			log.Warn("token budget estimated", "to", e.To, "note", ctr.Note)
+		}
+		p.Counter = ctr
+		if f := x.Fields; f != nil {
+			p.Envelope = handoff.FieldPolicy{Keep: f.Envelope.Keep, Drop: f.Envelope.Drop}
+			p.Message = handoff.FieldPolicy{Keep: f.Message.Keep, Drop: f.Message.Drop}
+		}
+		byPeer[e.To] = p
+	}
+	return func(in *middleware.Info) *middleware.BudgetPolicy { return byPeer[in.To] }, nil
+}
+
+// observeBudget counts a handoff that met a token budget by outcome.
+func (m *contextMetrics) observeBudget(ctx context.Context, in *middleware.Info, outcome string) {
+	if m == nil {
+		return
+	}
+	m.budget.Add(ctx, 1, metric.WithAttributes(attribute.String("to", in.To), attribute.String("outcome", outcome)))
 }

@@ -113,7 +113,7 @@ func relayNode(t *testing.T, name string, a *relayAgent, yaml string, store stat
 }
 
 // bigEnvelope is an envelope with one artifact of n bytes of CSV text.
-func bigEnvelope(t *testing.T, n int, trust, source string) (body []byte, content string) {
+func bigEnvelope(t testing.TB, n int, trust, source string) (body []byte, content string) {
 	t.Helper()
 	var sb strings.Builder
 	for i := 0; sb.Len() < n; i++ {

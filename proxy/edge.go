@@ -162,6 +162,7 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 		return rec
 	}
 	rec.Envelope = middleware.EnvelopeSummary(in)
+	rec.Shaping = in.Shaping
 	rec.Grant = in.GrantOut
 	if in.Uncorrelated {
 		rec.Trust = append(rec.Trust, "uncorrelated")

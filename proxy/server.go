@@ -132,6 +132,10 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.refs = newContextRefs(c, o.Store, s.ctxm, o)
+	budgets, err := budgetPolicies(c, o.Logger)
+	if err != nil {
+		return nil, err
+	}
 	sessions := newMCPSessions(c.Agent, o.Store, o.Logger)
 	jr, err := newJournal(c, o, hs, env, ts.signer)
 	if err != nil {
@@ -249,6 +253,7 @@ func New(o Options) (*Server, error) {
 		}),
 		middleware.MCP(middleware.MCPOptions{Policy: mcpOut, Observe: mm.observe, Log: o.Logger}),
 		s.refs.Egress,
+		middleware.Budget(middleware.BudgetOptions{Policy: budgets, Refs: s.refs, Observe: s.ctxm.observeBudget}),
 		middleware.Contract(checker, contractOut, o.Logger),
 		tainted.Egress,
 	).Handler(egressProxy))

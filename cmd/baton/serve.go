@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff/tokens"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state"
 )
@@ -39,8 +40,16 @@ func validate(args []string, stdout io.Writer, env func(string) string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := config.Load(path, env); err != nil {
+	c, err := config.Load(path, env)
+	if err != nil {
 		return err
+	}
+	for i, e := range c.Edges {
+		if b := e.Context; b != nil && b.Budget != nil {
+			if ctr, err := tokens.For(b.Budget.Model, b.Budget.Tokenizer); err == nil && ctr.Note != "" {
+				fmt.Fprintf(stdout, "%s: note: edges[%d].context.budget: %s\n", path, i, ctr.Note)
+			}
+		}
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
 	return nil

@@ -102,6 +102,12 @@ func (r *Record) entrySize() int {
 	if e := r.Envelope; e != nil {
 		n += envelope + len(e.Digest) + len(e.Version) + len(e.TaskID) + len(e.Intent)
 	}
+	if s := r.Shaping; s != nil {
+		n += len(`,"shaping":{"tokens":,"tokens_before":,"max_tokens":,"tokenizer":"","dropped":[],"trimmed":[]}`) + 30 + len(s.Tokenizer)
+		for _, p := range append(s.Dropped, s.Trimmed...) {
+			n += len(p) + 3
+		}
+	}
 	if j := r.Journal; j != nil {
 		n += len(`,"journal":{"hits":,"misses":,"journaled":,"saved_bytes":,"saved_tokens":,"skipped":[]}`) + 40
 		for _, s := range j.Skipped {

@@ -64,6 +64,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"envelope":`...)
 		b = r.Envelope.appendJSON(b)
 	}
+	if r.Shaping != nil {
+		b = append(b, `,"shaping":`...)
+		b = r.Shaping.appendJSON(b)
+	}
 	if len(r.Trust) != 0 {
 		b = append(b, `,"trust":`...)
 		b = appendStrings(b, r.Trust)
@@ -201,6 +205,28 @@ func (e *EnvelopeSummary) appendJSON(b []byte) []byte {
 	if e.Violations != 0 {
 		b = append(b, `,"violations":`...)
 		b = strconv.AppendInt(b, int64(e.Violations), 10)
+	}
+	return append(b, '}')
+}
+
+func (s *Shaping) appendJSON(b []byte) []byte {
+	b = append(b, `{"tokens":`...)
+	b = strconv.AppendInt(b, int64(s.Tokens), 10)
+	b = append(b, `,"tokens_before":`...)
+	b = strconv.AppendInt(b, int64(s.Before), 10)
+	if s.MaxTokens != 0 {
+		b = append(b, `,"max_tokens":`...)
+		b = strconv.AppendInt(b, int64(s.MaxTokens), 10)
+	}
+	b = append(b, `,"tokenizer":`...)
+	b = appendString(b, s.Tokenizer)
+	if len(s.Dropped) != 0 {
+		b = append(b, `,"dropped":`...)
+		b = appendStrings(b, s.Dropped)
+	}
+	if len(s.Trimmed) != 0 {
+		b = append(b, `,"trimmed":`...)
+		b = appendStrings(b, s.Trimmed)
 	}
 	return append(b, '}')
 }

@@ -34,6 +34,7 @@ var encodedFields = map[reflect.Type][]string{
 		"call,omitempty: string",
 		"request_digest: string",
 		"envelope,omitempty: *record.EnvelopeSummary",
+		"shaping,omitempty: *record.Shaping",
 		"trust,omitempty: []string",
 		"grant,omitempty: string",
 		"sender_key_id,omitempty: string",
@@ -64,6 +65,14 @@ var encodedFields = map[reflect.Type][]string{
 		"open_questions: int",
 		"unverified: int",
 		"violations,omitempty: int",
+	},
+	reflect.TypeFor[Shaping](): {
+		"tokens: int",
+		"tokens_before: int",
+		"max_tokens,omitempty: int",
+		"tokenizer: string",
+		"dropped,omitempty: []string",
+		"trimmed,omitempty: []string",
 	},
 	reflect.TypeFor[JournalSummary](): {
 		"hits: int",
@@ -274,6 +283,17 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 		}
 		r.Envelope = &e
 	}
+	if r.Shaping != nil {
+		sh := *r.Shaping
+		sh.Tokenizer = toValidUTF8(sh.Tokenizer)
+		if sh.Dropped = validUTF8(sh.Dropped); len(sh.Dropped) == 0 {
+			sh.Dropped = nil
+		}
+		if sh.Trimmed = validUTF8(sh.Trimmed); len(sh.Trimmed) == 0 {
+			sh.Trimmed = nil
+		}
+		r.Shaping = &sh
+	}
 	if r.Journal != nil {
 		j := *r.Journal
 		j.Skipped = validUTF8(j.Skipped)
@@ -328,10 +348,13 @@ func dump(r Record) string {
 	if r.Journal != nil {
 		req += fmt.Sprintf("\njournal %#v", *r.Journal)
 	}
+	if r.Shaping != nil {
+		req += fmt.Sprintf("\nshaping %#v", *r.Shaping)
+	}
 	if r.Approval != nil {
 		req += fmt.Sprintf("\napproval %#v", *r.Approval)
 	}
-	r.Envelope, r.Request, r.Journal, r.Approval = nil, nil, nil, nil
+	r.Envelope, r.Request, r.Journal, r.Approval, r.Shaping = nil, nil, nil, nil, nil
 	return fmt.Sprintf("%#v\nenvelope %s\nrequest %s", r, env, req)
 }
 
@@ -695,6 +718,10 @@ func randRecord(rng *rand.Rand) *Record {
 			OpenQuestions: randInt(rng), Unverified: randInt(rng), Violations: randInt(rng)}
 	}
 	if rng.IntN(2) == 0 {
+		r.Shaping = &Shaping{Tokens: randInt(rng), Before: randInt(rng), MaxTokens: randInt(rng),
+			Tokenizer: randString(rng), Dropped: randStrings(rng), Trimmed: randStrings(rng)}
+	}
+	if rng.IntN(2) == 0 {
 		r.Journal = &JournalSummary{Hits: randInt(rng), Misses: randInt(rng), Journaled: randInt(rng),
 			SavedBytes: int64(randInt(rng)), SavedTokens: int64(randInt(rng)), Skipped: randStrings(rng)}
 	}
@@ -755,6 +782,7 @@ func FuzzRecordAppendJSON(f *testing.F) {
 		}
 		if flags&128 != 0 {
 			r.Journal = &JournalSummary{Hits: hop, Misses: status, SavedTokens: sec, Skipped: []string{trust, hval}}
+			r.Shaping = &Shaping{Tokens: hop, Before: status, Tokenizer: trust, Trimmed: []string{hval, id}}
 			r.Approval = &Approval{Gate: trust, Expires: r.Created, Decision: hval, By: id, At: &r.Updated, Reason: outcome}
 		}
 		if flags&8 != 0 {

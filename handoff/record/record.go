@@ -85,6 +85,9 @@ type Record struct {
 	RequestDigest string `json:"request_digest"`
 	// Envelope summarises the handoff envelope, when the body carries one.
 	Envelope *EnvelopeSummary `json:"envelope,omitempty"`
+	// Shaping is what the sending Baton changed in the handoff's text for
+	// the edge's token budget and field policy (docs/context.md).
+	Shaping *Shaping `json:"shaping,omitempty"`
 	// Trust lists trust labels on the payload; Grant the bounded grant sent
 	// or received; SenderKeyID the verified signing key. Filled by the trust
 	// features when enabled.
@@ -206,6 +209,20 @@ type JournalSummary struct {
 const MaxJournalNotes = 8
 
 // EnvelopeSummary is what a record keeps of a handoff envelope.
+type Shaping struct {
+	// Tokens is the handoff's text as sent, Before as the agent sent it,
+	// counted by Tokenizer (bytes/4 is an estimate) against MaxTokens.
+	Tokens    int    `json:"tokens"`
+	Before    int    `json:"tokens_before"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+	Tokenizer string `json:"tokenizer"`
+	// Dropped are the JSON pointers the field policy removed; Trimmed
+	// those trimmed to meet the budget.
+	Dropped []string `json:"dropped,omitempty"`
+	Trimmed []string `json:"trimmed,omitempty"`
+}
+
+// EnvelopeSummary summarises a handoff's envelope.
 type EnvelopeSummary struct {
 	Digest        string  `json:"digest"`
 	Version       string  `json:"schema_version,omitempty"`
