@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -201,6 +202,15 @@ func TestSSELoadH2C(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	l := &sseLoad{url: srv.URL + "/sse", streams: 100, events: 3, timeout: 10 * time.Second, client: newSSEClient(100, true)}
+	// One stream first, so that the client holds its connection before the
+	// hundred start: under load, streams started together may otherwise all
+	// dial before the first connection is up.
+	warm, err := openStream(context.Background(), l.client, l.url, "", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, warm.Body)
+	warm.Body.Close()
 	s := summarize(l.run(context.Background()), l.events, l.peakOpen.Load())
 	if !s.lossless() || s.Completed != 100 {
 		t.Fatalf("summary %+v", s)
