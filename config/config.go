@@ -48,6 +48,8 @@ type Config struct {
 	Journal  Journal          `yaml:"journal"`
 	// Approvals configures confirmation gates (confirm.go).
 	Approvals Approvals `yaml:"approvals"`
+	// Compensation abandons traces on its own (docs/compensation.md).
+	Compensation Compensation `yaml:"compensation"`
 	// AdminToken is the bearer token the admin API requires when the admin
 	// listener binds beyond loopback. Env: BATON_ADMIN_TOKEN.
 	AdminToken string   `yaml:"admin_token"`
@@ -172,6 +174,9 @@ type Edge struct {
 	// Context passes large artifacts by reference, bounds a handoff's
 	// tokens and keeps or drops its fields (docs/context.md).
 	Context *Context `yaml:"context"`
+	// SideEffects declares what the receiver may do and how to undo it
+	// (docs/compensation.md). Outbound edges only.
+	SideEffects []SideEffect `yaml:"side_effects"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is
@@ -404,6 +409,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	c.defaultGroups()
 	c.defaultContext()
+	c.defaultCompensation()
 }
 
 // OutEdge returns the outbound edge to peer, if configured.

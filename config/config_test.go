@@ -702,7 +702,7 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "top level, no near miss",
 			in:   minimal + "frobnicate: {window: 1h}\n",
-			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, approvals, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, approvals, compensation, admin_token, limits, timeouts, intercept (line 3)`},
 		},
 		{
 			name: "nested under listen",
@@ -722,17 +722,17 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "in a list item",
 			in:   minimal + "edges:\n  - {from: a}\n  - {from: b, retries: 3}\n",
-			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm, context (line 5)`},
+			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm, context, side_effects (line 5)`},
 		},
 		{
 			name: "in a merged mapping",
 			in:   minimal + "edges: [{<<: {hops: 2}, from: a}]\n",
-			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm, context (line 3)`},
+			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm, context, side_effects (line 3)`},
 		},
 		{
 			name: "fields filled by Validate are not keys",
 			in:   minimal + "upstreamurl: http://x\n",
-			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, approvals, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, approvals, compensation, admin_token, limits, timeouts, intercept (line 3)`},
 		},
 	}
 	for _, tt := range tests {
@@ -1018,7 +1018,7 @@ func TestEdges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, ok := tt.lookup(tt.peer)
-			if got != tt.want || ok != tt.wantOK {
+			if !reflect.DeepEqual(got, tt.want) || ok != tt.wantOK {
 				t.Errorf("lookup(%q) = %+v, %v; want %+v, %v", tt.peer, got, ok, tt.want, tt.wantOK)
 			}
 		})

@@ -123,6 +123,7 @@ func (c *Config) Validate() error {
 	c.validateMCP(bad)
 	c.validateConfirm(bad)
 	c.validateContext(bad)
+	c.validateCompensation(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")

@@ -119,6 +119,15 @@ func Text(contentType string, body []byte) []byte {
 	return nil
 }
 
+// EnvelopeOf returns the envelope body carries, or nil.
+func EnvelopeOf(contentType string, body []byte) []byte {
+	if x := findText(contentType, body); x.env >= 0 {
+		s := x.t.span(x.env)
+		return body[s.s:s.e]
+	}
+	return nil
+}
+
 // ApplyFields applies the envelope's and the message's field policies to
 // body. It returns the body unchanged (and no pointers) when nothing
 // matched.

@@ -45,6 +45,11 @@ func Identity(hs Handlings) func(http.Handler) http.Handler {
 			in.Hop = 1
 			correlate(hs, in, member)
 			in.Uncorrelated = in.Handling == nil && in.Correlation == ""
+			if c := compensationOf(r.Context()); c != nil {
+				// Baton's own handoff, in the trace it compensates.
+				in.Compensation, in.Uncorrelated = c, false
+				r.Header.Set(HeaderCompensates, c.Of)
+			}
 			if in.MaxHops > 0 && in.Hop > in.MaxHops {
 				hopLimit(w, r, in)
 				return

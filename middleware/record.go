@@ -70,6 +70,10 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 				rec.Trust = []string{"posture=" + in.Posture}
 			}
 			rec.Trust = append(rec.Trust, TrustLabels(in)...)
+			rec.Compensates = r.Header.Get(HeaderCompensates)
+			if in.Delivered && rec.Status < 300 {
+				rec.Effects = SideEffectsOf(w.Header())
+			}
 			if in.Handling != nil {
 				rec.Journal = in.Handling.JournalSummary()
 			}

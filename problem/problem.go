@@ -70,6 +70,8 @@ const (
 	ContextUnavailable  Class = "context-unavailable"
 	NotOnTrace          Class = "not-on-trace"
 	OverBudget          Class = "over-budget"
+	NotAbandonable      Class = "not-abandonable"
+	TraceAbandoned      Class = "trace-abandoned"
 )
 
 type classInfo struct {
@@ -123,6 +125,8 @@ var classes = map[Class]classInfo{
 	ContextUnavailable:  {"Referenced content unavailable", http.StatusUnprocessableEntity, -32086},
 	NotOnTrace:          {"Agent not on the trace", http.StatusForbidden, -32087},
 	OverBudget:          {"Handoff over its token budget", http.StatusUnprocessableEntity, -32088},
+	NotAbandonable:      {"Trace not abandonable", http.StatusConflict, -32089},
+	TraceAbandoned:      {"Trace abandoned", http.StatusConflict, -32090},
 }
 
 // Type returns the class's type URI.

@@ -25,6 +25,7 @@ func (s *Server) adminRouter() http.Handler {
 			r.Use(bearer(s.cfg.AdminToken))
 		}
 		s.recordRoutes(r)
+		s.abandonRoutes(r)
 	})
 	// The console (console.go) signs in on its own: the admin token, then
 	// a session cookie.

@@ -164,6 +164,8 @@ func (s *Server) recordProblem(w http.ResponseWriter, r *http.Request, err error
 		problem.Write(w, r, problem.NotDeadLetter, err.Error())
 	case errors.Is(err, ErrNotReplayable), errors.Is(err, ErrUnknownPeer):
 		problem.Write(w, r, problem.NotReplayable, err.Error())
+	case errors.Is(err, ErrAbandoned):
+		problem.Write(w, r, problem.TraceAbandoned, err.Error())
 	default:
 		s.storeProblem(w, r, err)
 	}
@@ -181,6 +183,12 @@ func (s *Server) dropDeadLetter(w http.ResponseWriter, r *http.Request) {
 	if err := s.book.Undead(r.Context(), rec); err != nil {
 		s.storeProblem(w, r, err)
 		return
+	}
+	if s.cfg.Compensation.AbandonDropped && rec.Compensates == "" {
+		_, err := s.Abandon(r.Context(), rec.TraceID, "dead letter "+rec.ID+" dropped", adminCaller(r))
+		if err != nil && !errors.Is(err, ErrNotAbandonable) {
+			s.log.Warn("abandoning the dropped dead letter's trace failed", "record_id", rec.ID, "error", err.Error())
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

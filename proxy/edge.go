@@ -46,6 +46,7 @@ type edge struct {
 	obs        *edgeObs      // metrics and span detail (edge_metrics.go); nil: none
 	gate       *gate         // the edge's confirmation gate (gate.go); nil: none
 	approvals  *approvals    // what holds gated handoffs (approvals.go)
+	effects    *effects      // side effects reported in answers (compensation.go); nil: none kept
 
 	deadLetters atomic.Int64 // dead letters written (or logged when the store refused)
 	replaying   atomic.Bool  // an auto replay of the edge's dead letters is running
@@ -163,6 +164,9 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 	}
 	rec.Envelope = middleware.EnvelopeSummary(in)
 	rec.Shaping = in.Shaping
+	if c := in.Compensation; c != nil {
+		rec.Compensates, c.RecordID = c.Of, rec.ID
+	}
 	rec.Grant = in.GrantOut
 	if in.Uncorrelated {
 		rec.Trust = append(rec.Trust, "uncorrelated")
@@ -256,6 +260,9 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 	}
 	rec.Updated = time.Now()
 	rec.Latency = float64(rec.Updated.Sub(start).Microseconds()) / 1000
+	if a.resp != nil {
+		e.effects.observe(rec, a.resp)
+	}
 	if in != nil {
 		in.Call.Settle(outcome)
 		if in.Handling != nil {

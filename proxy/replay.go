@@ -72,6 +72,13 @@ func (s *Server) Replay(ctx context.Context, id string) (*ReplayResult, error) {
 	if rec.State != record.Dead {
 		return nil, fmt.Errorf("%w: %s is %s", ErrNotDead, id, rec.State)
 	}
+	if rec.Compensates == "" { // a compensation's own dead letter is replayed to finish undoing
+		if gone, err := s.abandoned(ctx, rec.TraceID); err != nil {
+			return nil, err
+		} else if gone {
+			return nil, ErrAbandoned
+		}
+	}
 	if !rec.Replayable || rec.Request == nil {
 		return nil, ErrNotReplayable
 	}

@@ -64,10 +64,14 @@ type Server struct {
 	tp      *transparent     // nil unless intercept.mode is transparent
 	con     *console         // the operator console (console.go)
 
-	hs    *handlings              // inbound handoffs being handled (handlings.go)
-	refs  *middleware.ContextRefs // context by reference (context.go)
-	ctxm  *contextMetrics
-	taint *middleware.Taint
+	hs   *handlings              // inbound handoffs being handled (handlings.go)
+	refs *middleware.ContextRefs // context by reference (context.go)
+	ctxm *contextMetrics
+	comp *compMetrics
+
+	egressChain http.Handler  // the egress chain, for compensations (compensation.go)
+	abandonKick chan struct{} // wakes the abandon loop (abandon.go)
+	taint       *middleware.Taint
 
 	approvals *approvals // held handoffs (approvals.go)
 	approvers *approvers // who may decide them (admin_identity.go)
@@ -132,6 +136,10 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.refs = newContextRefs(c, o.Store, s.ctxm, o)
+	if s.comp, err = newCompMetrics(o.MeterProvider); err != nil {
+		return nil, err
+	}
+	s.abandonKick = make(chan struct{}, 1)
 	budgets, err := budgetPolicies(c, o.Logger)
 	if err != nil {
 		return nil, err
@@ -152,6 +160,9 @@ func New(o Options) (*Server, error) {
 		}
 		s.edges[name] = newEdge(c, name, peerTransport, s.book, s.letters, o.Logger, onClose)
 		s.edges[name].signer = ts.signer
+		if c.RecordsOn() {
+			s.edges[name].effects = &effects{store: o.Store, ttl: c.Records.Retention.D(), log: o.Logger}
+		}
 	}
 	if err := s.observeEdges(); err != nil {
 		return nil, err
@@ -283,6 +294,7 @@ func New(o Options) (*Server, error) {
 		middleware.Handle(hs),
 	).Handler(ingressProxy)
 
+	s.egressChain = eg
 	s.egress = s.httpServer(agentFacing(eg, s.agentApprovals, s.agentContext), errLog, c.Listen.H2C)
 	s.ingress = s.httpServer(ig, errLog, c.Listen.H2C)
 	s.admin = s.httpServer(s.adminRouter(), errLog, false)
@@ -475,6 +487,7 @@ func (s *Server) startBackground() {
 	}
 	s.backgroundLocked(func(ctx context.Context) { s.letters.load(ctx, s.cfg.Agent) })
 	s.backgroundLocked(s.letters.keepStoring)
+	s.backgroundLocked(s.abandonLoop)
 	if s.cfg.GatesOn() {
 		s.backgroundLocked(s.approvals.sweep)
 	}

@@ -95,7 +95,11 @@ func (r *Record) entrySize() int {
 		opt(r.Grant != "", `,"grant":""`) + len(r.Grant) + opt(r.SenderKeyID != "", `,"sender_key_id":""`) + len(r.SenderKeyID) +
 		opt(len(r.Trust) != 0, `,"trust":[]`) + opt(r.KeySource != "", `,"key_source":""`) + len(r.KeySource) +
 		opt(r.Position != 0, `,"position":10`) + opt(r.Correlation != "", `,"correlation":""`) + len(r.Correlation) +
-		opt(r.Call != "", `,"call":""`) + len(r.Call)
+		opt(r.Call != "", `,"call":""`) + len(r.Call) + opt(r.Compensates != "", `,"compensates":""`) + len(r.Compensates) +
+		opt(len(r.Effects) != 0, `,"side_effects":[]`)
+	for _, e := range r.Effects {
+		n += len(e) + 3
+	}
 	for _, t := range r.Trust {
 		n += len(t) + len(`"\u003c",`) // an untrusted label's "<-" is escaped
 	}

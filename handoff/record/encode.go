@@ -92,6 +92,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"correlation":`...)
 		b = appendString(b, r.Correlation)
 	}
+	if r.Compensates != "" {
+		b = append(b, `,"compensates":`...)
+		b = appendString(b, r.Compensates)
+	}
 	b = r.appendProgress(b)
 	b = append(b, `,"replayable":`...)
 	b = strconv.AppendBool(b, r.Replayable)
@@ -153,6 +157,10 @@ func (r *Record) appendProgress(b []byte) []byte {
 	if r.Approval != nil {
 		b = append(b, `,"approval":`...)
 		b = r.Approval.appendJSON(b)
+	}
+	if len(r.Effects) != 0 {
+		b = append(b, `,"side_effects":`...)
+		b = appendStrings(b, r.Effects)
 	}
 	return b
 }

@@ -41,6 +41,7 @@ var encodedFields = map[reflect.Type][]string{
 		"key_source,omitempty: string",
 		"position,omitempty: int",
 		"correlation,omitempty: string",
+		"compensates,omitempty: string",
 		"state: record.State",
 		"status,omitempty: int",
 		"attempts: int",
@@ -50,6 +51,7 @@ var encodedFields = map[reflect.Type][]string{
 		"stopped_at,omitempty: string",
 		"resolved_by,omitempty: string",
 		"approval,omitempty: *record.Approval",
+		"side_effects,omitempty: []string",
 		"replayable: bool",
 		"journal,omitempty: *record.JournalSummary",
 		"created: time.Time",
@@ -101,6 +103,7 @@ var encodedFields = map[reflect.Type][]string{
 		"stopped_at,omitempty: string",
 		"resolved_by,omitempty: string",
 		"approval,omitempty: *record.Approval",
+		"side_effects,omitempty: []string",
 		"updated: time.Time",
 	},
 	reflect.TypeFor[Entry](): {
@@ -230,7 +233,7 @@ func checkEntries(t *testing.T, r *Record, s Record) {
 		e := Entry{Seq: 4, Prev: "abcd", At: now.UTC()}
 		if stored {
 			e.Update = &Update{ID: s.ID, State: s.State, Status: s.Status, Attempts: s.Attempts, Latency: s.Latency,
-				Outcome: s.Outcome, Error: s.Error, StoppedAt: s.StoppedAt, ResolvedBy: s.ResolvedBy, Approval: s.Approval, Updated: s.Updated}
+				Outcome: s.Outcome, Error: s.Error, StoppedAt: s.StoppedAt, ResolvedBy: s.ResolvedBy, Approval: s.Approval, Effects: s.Effects, Updated: s.Updated}
 		} else {
 			snap := s
 			snap.Request = nil
@@ -316,9 +319,12 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 		r.Approval = &a
 	}
 	r.Trust = validUTF8(r.Trust)
+	if r.Effects = validUTF8(r.Effects); len(r.Effects) == 0 {
+		r.Effects = nil
+	}
 	for _, s := range []*string{&r.ID, &r.TraceID, &r.SpanID, &r.ParentID, (*string)(&r.Side), &r.From, &r.To,
 		&r.Key, &r.Method, &r.Target, &r.Call, &r.RequestDigest, &r.Grant, &r.SenderKeyID, (*string)(&r.State),
-		&r.Outcome, &r.Error, &r.KeySource, &r.Correlation, &r.StoppedAt, &r.ResolvedBy} {
+		&r.Outcome, &r.Error, &r.KeySource, &r.Correlation, &r.StoppedAt, &r.ResolvedBy, &r.Compensates} {
 		*s = toValidUTF8(*s)
 	}
 	return r, ok
@@ -709,6 +715,7 @@ func randRecord(rng *rand.Rand) *Record {
 		SenderKeyID: randString(rng), State: State(randString(rng)), Status: randInt(rng),
 		Attempts: randInt(rng), Latency: randFloat(rng), Outcome: randString(rng),
 		Error: randString(rng), KeySource: randString(rng), Position: randInt(rng), Correlation: randString(rng),
+		Compensates: randString(rng), Effects: randStrings(rng),
 		StoppedAt: randString(rng), ResolvedBy: randString(rng), Replayable: rng.IntN(2) == 0, Created: randTime(rng),
 		Updated: randTime(rng), checkpointed: rng.IntN(2) == 0,
 	}
@@ -769,7 +776,7 @@ func FuzzRecordAppendJSON(f *testing.F) {
 		body []byte, hval, trust string, sec, nsec int64, zone int, flags uint8) {
 		r := &Record{ID: id, TraceID: hkey, From: outcome, To: hval, Hop: hop, Status: status,
 			Attempts: hop ^ status, Latency: latency, Outcome: outcome, Error: trust, KeySource: hval,
-			Position: status, Correlation: hkey, StoppedAt: id, ResolvedBy: outcome, Call: trust,
+			Position: status, Correlation: hkey, StoppedAt: id, ResolvedBy: outcome, Call: trust, Compensates: hval,
 			State: State(hval), Side: Side(id), Replayable: flags&1 != 0,
 			Created: time.Unix(sec, nsec).In(time.FixedZone("", zone%(1<<20))),
 			Updated: time.Unix(nsec, sec%1e9).UTC()}

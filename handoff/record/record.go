@@ -102,6 +102,9 @@ type Record struct {
 	KeySource   string `json:"key_source,omitempty"`
 	Position    int    `json:"position,omitempty"`
 	Correlation string `json:"correlation,omitempty"`
+	// Compensates names, on a compensating handoff, the record and side
+	// effect it undoes: "<record id>/<effect>".
+	Compensates string `json:"compensates,omitempty"`
 
 	State    State   `json:"state"`
 	Status   int     `json:"status,omitempty"`
@@ -118,6 +121,9 @@ type Record struct {
 	// Approval is the confirmation gate's hold on the handoff, when one
 	// held it: why, until when, and who decided what.
 	Approval *Approval `json:"approval,omitempty"`
+	// Effects are the declared side effects the receiver reported it
+	// performed (docs/compensation.md): what abandoning the trace undoes.
+	Effects []string `json:"side_effects,omitempty"`
 	// Replayable is false when the checkpoint lacks the body (streamed or
 	// over the cap): such a dead letter can be inspected but not replayed.
 	Replayable bool `json:"replayable"`
@@ -157,6 +163,7 @@ type Update struct {
 	StoppedAt  string    `json:"stopped_at,omitempty"`
 	ResolvedBy string    `json:"resolved_by,omitempty"`
 	Approval   *Approval `json:"approval,omitempty"`
+	Effects    []string  `json:"side_effects,omitempty"`
 	Updated    time.Time `json:"updated"`
 }
 
@@ -164,7 +171,7 @@ type Update struct {
 func (u *Update) apply(r *Record) {
 	r.State, r.Status, r.Attempts, r.Latency = u.State, u.Status, u.Attempts, u.Latency
 	r.Outcome, r.Error, r.StoppedAt, r.ResolvedBy, r.Updated = u.Outcome, u.Error, u.StoppedAt, u.ResolvedBy, u.Updated
-	r.Approval = u.Approval
+	r.Approval, r.Effects = u.Approval, u.Effects
 }
 
 // Approval is a confirmation gate's hold on a handoff (docs/gates.md).

@@ -1,0 +1,229 @@
+package proxy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/batonproxy/baton/proxy"
+)
+
+// sagaAgent is one agent of a booking chain: on its work path it performs
+// its side effect, calls the next agent through its Baton, and reports the
+// effect in its answer whatever the next one answered; on its undo path it
+// undoes the effect (failing the first failUndo calls without doing so).
+type sagaAgent struct {
+	effect, work, undo string // "booking", "/book", "/cancel"
+	next, nextPath     string // "" for the last agent
+	down               *atomic.Bool
+	failUndo           int32
+	seq                *atomic.Int64 // shared by the chain: the order things happened in
+
+	egress   string
+	did      atomic.Int32
+	undoHits atomic.Int32
+	mu       sync.Mutex
+	undone   []string // the bodies of the undos that succeeded
+	undoneAt []int64
+}
+
+func (a *sagaAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	switch r.URL.Path {
+	case a.undo:
+		if a.undoHits.Add(1) <= a.failUndo {
+			http.Error(w, "refund service unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		a.mu.Lock()
+		a.undone, a.undoneAt = append(a.undone, string(body)), append(a.undoneAt, a.seq.Add(1))
+		a.mu.Unlock()
+		io.WriteString(w, `{"undone":true}`)
+		return
+	case a.work:
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if a.down != nil && a.down.Load() {
+		http.Error(w, "down", http.StatusInternalServerError)
+		return
+	}
+	n := a.did.Add(1)
+	a.seq.Add(1)
+	status := http.StatusOK
+	if a.next != "" {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+a.egress+a.nextPath, strings.NewReader(`{"amount":120}`))
+		req.Host = a.next
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Traceparent", r.Header.Get("Traceparent"))
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil || resp.StatusCode >= 300 {
+			status = http.StatusBadGateway
+		}
+		if resp != nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	w.Header().Set("Baton-Side-Effects", a.effect)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"%s_id":"%s-%d"}`, a.effect, a.effect[:2], n)
+}
+
+// TestAbandonCompensatesInReverse is a chain on one Redis: a → b (books)
+// → c (charges) → d, which fails and is dead-lettered at c's Baton. The
+// trace is abandoned at a's Baton twice at once: b's Baton refunds c's
+// charge (the refund fails once and is retried), then a's Baton cancels
+// b's booking, each exactly once, each body made from the original handoff
+// and its answer. Abandoning again changes nothing, and the dead letter is
+// no longer replayed. A second trace, resumed once d is back, cannot be
+// abandoned and is never compensated.
+func TestAbandonCompensatesInReverse(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	var seq atomic.Int64
+	var dDown atomic.Bool
+	dDown.Store(true)
+	d := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &dDown, seq: &seq}
+	c := &sagaAgent{effect: "charge", work: "/charge", undo: "/refund", next: "d", nextPath: "/ship", failUndo: 1, seq: &seq}
+	b := &sagaAgent{effect: "booking", work: "/book", undo: "/cancel", next: "c", nextPath: "/charge", seq: &seq}
+	start := func(name string, a *sagaAgent, yaml string) *baton {
+		srv := httptest.NewServer(a)
+		t.Cleanup(srv.Close)
+		bt := startBatonWith(t, "agent: "+name+"\nupstream: "+srv.URL+"\n"+yaml, store(), withMetrics(t))
+		a.egress = bt.EgressAddr()
+		return bt
+	}
+	dB := start("d", d, "")
+	cB := start("c", c, peerYAML(map[string]string{"d": dB.IngressAddr()})+
+		"edges: [{from: b}, {to: d}]\nretry: {attempts: 2, backoff: 5ms}\n")
+	bB := start("b", b, peerYAML(map[string]string{"c": cB.IngressAddr()})+`edges:
+  - {from: a}
+  - to: c
+    retry: {attempts: 3, backoff: 5ms}
+    side_effects:
+      - name: charge
+        compensate: {path: /refund, body: '{"charge_id": {{json .Response.charge_id}}, "amount": {{json .Request.amount}}}'}
+`)
+	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+`edges:
+  - to: b
+    side_effects:
+      - name: booking
+        compensate: {path: /cancel, body: '{"booking_id": {{json .Response.booking_id}}, "reason": "trace abandoned"}'}
+`, store(), withMetrics(t))
+
+	run := func(trace string) *http.Response {
+		return send(t, aB.EgressAddr(), "b", http.MethodPost, "/book", `{"trip":"LIS-NYC"}`,
+			http.Header{"Content-Type": {"application/json"}, "Traceparent": {"00-" + trace + "-b7ad6b7169203331-01"}})
+	}
+	const trace = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
+	resp := run(trace)
+	dl := resp.Header.Get("Baton-Dead-Letter")
+	if resp.StatusCode != http.StatusBadGateway || dl == "" || b.did.Load() != 1 || c.did.Load() != 1 {
+		t.Fatalf("the chain answered %d (dead letter %q), b booked %d, c charged %d; want 502 naming d's dead letter, one of each",
+			resp.StatusCode, dl, b.did.Load(), c.did.Load())
+	}
+
+	// The records are written off the request path.
+	waitTrace(t, aB.AdminAddr(), trace, func(v proxy.TraceView) bool {
+		effects := 0
+		for _, r := range v.Records {
+			if r.Side == "egress" {
+				effects += len(r.Effects)
+			}
+		}
+		return effects == 2
+	})
+	abandon := func() (int, proxy.Abandonment) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+aB.AdminAddr()+"/v1/traces/"+trace+"/abandon?wait=20s",
+			strings.NewReader(`{"reason":"the trip was cancelled"}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var a proxy.Abandonment
+		raw, _ := io.ReadAll(resp.Body)
+		if err := json.Unmarshal(raw, &a); err != nil {
+			t.Fatalf("abandon answered %d: %s", resp.StatusCode, raw)
+		}
+		return resp.StatusCode, a
+	}
+	var wg sync.WaitGroup
+	results := make([]proxy.Abandonment, 2)
+	for i := range results {
+		wg.Go(func() {
+			st, a := abandon()
+			if st != http.StatusOK {
+				t.Errorf("abandon %d answered %d", i, st)
+			}
+			results[i] = a
+		})
+	}
+	wg.Wait()
+	for i, a := range results {
+		if !a.Settled || len(a.Steps) != 2 || a.Reason != "the trip was cancelled" {
+			t.Fatalf("abandon %d: %+v; want settled with two steps", i, a)
+		}
+		first, second := a.Steps[0], a.Steps[1]
+		if first.Effect != "charge" || first.From != "b" || first.State != "undone" || first.Compensation == "" ||
+			second.Effect != "booking" || second.From != "a" || second.State != "undone" {
+			t.Fatalf("abandon %d steps: %+v; want the charge undone by b, then the booking by a", i, a.Steps)
+		}
+	}
+	if len(c.undone) != 1 || len(b.undone) != 1 || c.undoHits.Load() != 2 {
+		t.Fatalf("refunds %d (of %d calls), cancellations %d; want one of each, the refund after one failure",
+			len(c.undone), c.undoHits.Load(), len(b.undone))
+	}
+	if c.undoneAt[0] > b.undoneAt[0] {
+		t.Fatal("the booking was cancelled before the charge was refunded")
+	}
+	if c.undone[0] != `{"charge_id": "ch-1", "amount": 120}` || b.undone[0] != `{"booking_id": "bo-1", "reason": "trace abandoned"}` {
+		t.Fatalf("compensation bodies: refund %s, cancel %s", c.undone[0], b.undone[0])
+	}
+
+	// Once more: nothing runs again; the dead letter is not replayed.
+	if st, a := abandon(); st != http.StatusOK || !a.Settled || len(c.undone) != 1 || len(b.undone) != 1 {
+		t.Fatalf("a third abandon: %d %+v, refunds %d, cancellations %d", st, a, len(c.undone), len(b.undone))
+	}
+	dDown.Store(false)
+	if st := adminPost(t, cB.AdminAddr(), "/v1/deadletters/"+dl+"/replay", nil); st != http.StatusConflict {
+		t.Fatalf("replaying the abandoned trace's dead letter: %d, want 409 trace-abandoned", st)
+	}
+	if d.did.Load() != 0 {
+		t.Fatal("d ran in an abandoned trace")
+	}
+
+	// A resumed trace is never compensated.
+	dDown.Store(true)
+	const resumed = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2"
+	resp = run(resumed)
+	dl2 := resp.Header.Get("Baton-Dead-Letter")
+	dDown.Store(false)
+	if st := adminPost(t, cB.AdminAddr(), "/v1/deadletters/"+dl2+"/replay", nil); st != http.StatusOK {
+		t.Fatalf("resuming the second trace: %d", st)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+aB.AdminAddr()+"/v1/traces/"+resumed+"/abandon", nil)
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := readProblem(t, r2); r2.StatusCode != http.StatusConflict || !strings.HasSuffix(p.Type, "#not-abandonable") {
+		t.Fatalf("abandoning a resumed trace: %d %+v; want 409 not-abandonable", r2.StatusCode, p)
+	}
+	if len(c.undone) != 1 || len(b.undone) != 1 || d.did.Load() != 1 {
+		t.Fatalf("after the resumed trace: refunds %d, cancellations %d, shipments %d; want 1, 1, 1", len(c.undone), len(b.undone), d.did.Load())
+	}
+	s := scrapeMetrics(t, bB.AdminAddr())
+	if v, _ := s.value("baton_compensations_total", map[string]string{"outcome": "undone"}); v != 1 {
+		t.Errorf("b's baton_compensations_total{outcome=undone} = %v, want 1", v)
+	}
+}

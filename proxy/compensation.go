@@ -1,0 +1,226 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff"
+	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/state"
+)
+
+// Compensation (docs/compensation.md). An agent reports the side effects
+// it performed in its answer (Baton-Side-Effects); the sending Baton keeps
+// them on the handoff's record, with the answer's body for the
+// compensation's template. When the trace is abandoned (abandon.go), the
+// Baton that sent each such handoff sends the compensating handoff its edge
+// (or the envelope's manifest) declares, through its own egress chain like
+// any handoff of its agent: policy, grant, signature, breaker, retries,
+// record and dead letter, with a key derived from the original's.
+
+// maxKeptAnswer bounds the answer body kept for a compensation's template.
+const maxKeptAnswer = 64 << 10
+
+// effects keeps what answers report.
+type effects struct {
+	store state.Store
+	ttl   time.Duration
+	log   *slog.Logger
+}
+
+func effectAnswerKey(traceID, recordID string) string { return "{" + traceID + "}:answer:" + recordID }
+
+// observe records the side effects an answer reports on rec, and keeps the
+// answer's body (up to maxKeptAnswer, not a stream) for the compensation's
+// template. The body the agent reads is unchanged.
+func (e *effects) observe(rec *record.Record, resp *http.Response) {
+	if e == nil {
+		return
+	}
+	rec.Effects = middleware.SideEffectsOf(resp.Header)
+	if len(rec.Effects) == 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
+		resp.ContentLength > maxKeptAnswer {
+		return
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, maxKeptAnswer+1))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if err != nil || len(head) > maxKeptAnswer {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := e.store.Set(ctx, effectAnswerKey(rec.TraceID, rec.ID), head, e.ttl); err != nil {
+		e.log.Warn("side effects: the answer was not kept for compensation", "record_id", rec.ID, "error", err.Error())
+	}
+}
+
+// compensationFor returns how to undo effect of the handoff rec: the
+// sending edge's declaration, else the handoff envelope's manifest; nil
+// with the reason when neither says.
+func (s *Server) compensationFor(rec *record.Record, effect string) (*config.Compensate, string) {
+	for _, se := range s.cfg.SideEffectsTo(rec.To) {
+		if se.Name == effect {
+			cp := se.Compensate
+			return &cp, ""
+		}
+	}
+	if rec.Request != nil && len(rec.Request.Body) > 0 {
+		ct := rec.Request.Header.Get("Content-Type")
+		var env struct {
+			Compensations []struct {
+				Effect      string `json:"effect"`
+				To          string `json:"to"`
+				Method      string `json:"method"`
+				Path        string `json:"path"`
+				Body        string `json:"body"`
+				ContentType string `json:"content_type"`
+			} `json:"compensations"`
+		}
+		if raw := handoff.EnvelopeOf(ct, rec.Request.Body); raw != nil && json.Unmarshal(raw, &env) == nil {
+			for _, m := range env.Compensations {
+				if m.Effect != effect {
+					continue
+				}
+				cp := config.Compensate{To: m.To, Method: m.Method, Path: m.Path, Body: m.Body, ContentType: m.ContentType}
+				if cp.To == "" {
+					cp.To = rec.To
+				}
+				if cp.Method == "" {
+					cp.Method = http.MethodPost
+				}
+				if cp.ContentType == "" && cp.Body != "" {
+					cp.ContentType = "application/json"
+				}
+				if _, ok := s.edges[cp.To]; !ok || !strings.HasPrefix(cp.Path, "/") {
+					return nil, "the envelope's compensation of " + effect + " names no peer of this agent or no path"
+				}
+				return &cp, ""
+			}
+		}
+	}
+	return nil, "no compensation is declared for " + effect + " on " + rec.Edge()
+}
+
+// compensationKey derives a compensation's idempotency key from the key of
+// the handoff it undoes and the effect: every run of abandon, on any
+// replica, sends the same key, and the receiver's window runs it once.
+func compensationKey(key, effect string) string {
+	sum := sha256.Sum256([]byte("compensate\x00" + key + "\x00" + effect))
+	return "ck-" + hex.EncodeToString(sum[:16])
+}
+
+// compensate sends the compensation of effect of the handoff rec through
+// this Baton's egress chain and returns the step's outcome: undone (with
+// the compensation's record), failed (with its dead letter or why), or
+// standing (nothing to send).
+func (s *Server) compensate(ctx context.Context, rec *record.Record, effect string) stepOutcome {
+	cp, why := s.compensationFor(rec, effect)
+	if cp == nil {
+		return stepOutcome{State: stepStanding, Why: why}
+	}
+	body, err := s.compensationBody(ctx, cp, rec, effect)
+	if err != nil {
+		return stepOutcome{State: stepStanding, Why: "the compensation's body: " + err.Error()}
+	}
+	c := &middleware.Compensation{Of: rec.ID + "/" + effect}
+	ctx = middleware.WithCompensation(ctx, c)
+	req, err := http.NewRequestWithContext(ctx, cp.Method, "http://"+cp.To+cp.Path, bytes.NewReader(body))
+	if err != nil {
+		return stepOutcome{State: stepStanding, Why: err.Error()}
+	}
+	req.Host = cp.To
+	req.RemoteAddr = "127.0.0.1:0"
+	if cp.ContentType != "" {
+		req.Header.Set("Content-Type", cp.ContentType)
+	}
+	req.Header.Set(middleware.HeaderIdempotencyKey, middleware.QuoteKey(compensationKey(rec.Key, effect)))
+	req.Header.Set(middleware.HeaderTraceparent, "00-"+rec.TraceID+"-"+newSpanID()+"-01")
+	w := &answerRecorder{header: http.Header{}}
+	s.egressChain.ServeHTTP(w, req)
+	s.comp.observe(ctx, w.status)
+	if w.status >= 200 && w.status < 300 {
+		return stepOutcome{State: stepUndone, Compensation: c.RecordID}
+	}
+	o := stepOutcome{State: stepFailed, Compensation: c.RecordID, DeadLetter: w.header.Get(HeaderDeadLetter),
+		Why: "answered " + strconv.Itoa(w.status)}
+	if d := strings.TrimSpace(w.body.String()); d != "" {
+		o.Why += ": " + d[:min(len(d), 300)]
+	}
+	return o
+}
+
+// compensationBody renders the compensation's body template over the
+// original handoff.
+func (s *Server) compensationBody(ctx context.Context, cp *config.Compensate, rec *record.Record, effect string) ([]byte, error) {
+	if cp.Body == "" {
+		return nil, nil
+	}
+	tmpl, err := template.New("body").Funcs(config.TemplateFuncs).Option("missingkey=error").Parse(cp.Body)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]any{"Key": rec.Key, "TraceID": rec.TraceID, "Effect": effect, "Record": rec.ID}
+	if rec.Request != nil {
+		var v any
+		if json.Unmarshal(rec.Request.Body, &v) == nil {
+			data["Request"] = v
+		}
+	}
+	if answer, err := s.store.Get(ctx, effectAnswerKey(rec.TraceID, rec.ID)); err == nil {
+		var v any
+		if json.Unmarshal(answer, &v) == nil {
+			data["Response"] = v
+		}
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func newSpanID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// answerRecorder takes the egress chain's answer to a compensation.
+type answerRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *answerRecorder) Header() http.Header { return a.header }
+func (a *answerRecorder) WriteHeader(code int) {
+	if a.status == 0 {
+		a.status = code
+	}
+}
+func (a *answerRecorder) Write(b []byte) (int, error) {
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	if room := 4096 - a.body.Len(); room > 0 {
+		a.body.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
+}
+func (a *answerRecorder) Flush() {}
