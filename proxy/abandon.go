@@ -149,7 +149,9 @@ func (s *Server) Abandonment(ctx context.Context, traceID string) (*Abandonment,
 	}
 	var m abandonMark
 	_ = json.Unmarshal(v, &m)
-	a := &Abandonment{TraceID: traceID, Reason: m.Reason, By: m.By, At: m.At, Settled: true}
+	// Until the trace's last records are surely written, more steps may
+	// appear: it is not settled before then.
+	a := &Abandonment{TraceID: traceID, Reason: m.Reason, By: m.By, At: m.At, Settled: time.Since(m.At) >= recordsSettle}
 	tr, err := s.book.Trace(ctx, traceID)
 	if err != nil {
 		return nil, err
@@ -264,7 +266,7 @@ func (s *Server) advance(ctx context.Context, traceID string) {
 
 // recordsSettle is how long after an abandon its trace's records are read
 // again for steps, however soon all found are settled.
-const recordsSettle = 3 * time.Second
+const recordsSettle = time.Second
 
 // runStep claims a step and sends its compensation; false when the step is
 // not settled (another replica holds it, or the store failed).

@@ -61,7 +61,9 @@ Usage:
                                  with no step run twice, the trace tree, a retry
                                  answered from the dedupe window, a stream, copied web
                                  text labelled untrusted and spotlighted, a refund
-                                 held by a confirmation gate and approved from the CLI
+                                 held by a confirmation gate and approved from the CLI,
+                                 a failed trip abandoned: its charge refunded, then
+                                 its room cancelled
                                  (-v: the Batons' JSON logs on stderr)
   baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
                                  print a trace's handoff records as a tree (from one or
@@ -71,7 +73,7 @@ Usage:
   baton dlq show|replay|drop ID [--admin HOST:PORT]
                                  list, inspect, replay or drop the dead letters of that
                                  Baton's agent (another agent's are refused, naming it)
-` + approveUsage + chaosUsage + topUsage + `  baton envelope validate [flags] FILE...
+` + approveUsage + abandonUsage + chaosUsage + topUsage + `  baton envelope validate [flags] FILE...
                                  check handoff envelopes (bare, or inside an A2A
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
@@ -92,7 +94,7 @@ serve
   requests finish within shutdown_grace, and exits 0. BATON_CONFIG may name
   FILE instead of --config.
 
-trace, dlq, approvals, approve, deny and top
+trace, dlq, approvals, approve, deny, abandon and top
   Talk to a Baton's admin listener (default 127.0.0.1:15000); BATON_ADMIN_TOKEN is
   sent as a bearer token when set.
 
@@ -112,7 +114,7 @@ Metrics
 
 Documentation: README.md and docs/ (config.md, idempotency.md, records.md,
 resilience.md, envelope.md, problems.md, interception.md, gates.md, chaos.md,
-broadcast.md, context.md).
+broadcast.md, context.md, compensation.md).
 `
 
 // run executes one baton command.
@@ -140,6 +142,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return approvalsCmd(rest, stdout, env)
 	case "approve", "deny":
 		return decideCmd(cmd == "approve", rest, stdout, env)
+	case "abandon":
+		return abandonCmd(rest, stdout, env)
 	case "top":
 		return topCmd(ctx, rest, stdout, env)
 	case "demo":
