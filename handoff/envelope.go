@@ -19,6 +19,9 @@ type Envelope struct {
 	FailureModes  *FailureModes `json:"failure_modes,omitempty"`
 	Artifacts     []Artifact    `json:"artifacts,omitempty"`
 	MemoryRefs    []string      `json:"memory_refs,omitempty"`
+	// Compensations is the side-effect manifest: how to undo what the
+	// receiver may do (docs/compensation.md).
+	Compensations []Compensation `json:"compensations,omitempty"`
 	// Omitted is set by the sending Baton: what it left out for the edge's
 	// field policy or token budget, as pointers into the request body.
 	Omitted []string `json:"omitted,omitempty"`
@@ -88,6 +91,18 @@ type SideEffect struct {
 	Action       string `json:"action"`
 	Ref          string `json:"ref,omitempty"`
 	Compensation string `json:"compensation,omitempty"`
+}
+
+// Compensation says how to undo a side effect the receiver may perform:
+// a handoff to To (the receiver by default) with Method and Path, its Body
+// a Go template over the original handoff.
+type Compensation struct {
+	Effect      string `json:"effect"`
+	To          string `json:"to,omitempty"`
+	Method      string `json:"method,omitempty"`
+	Path        string `json:"path"`
+	Body        string `json:"body,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
 }
 
 // FailureModes says which errors the receiver may retry and which must go to
@@ -175,6 +190,9 @@ const example = `{
     {"name": "vendor-status", "media_type": "text/plain", "content": "All systems operational.", "trust": "untrusted", "source": "https://status.example.com"}
   ],
   "memory_refs": ["mem:checkout/slo", "mem:inventory/batch-api"],
+  "compensations": [
+    {"effect": "draft-pr", "method": "POST", "path": "/prs/close", "body": "{\"pr\": {{json .Response.pr_id}}}"}
+  ],
   "omitted": ["/memory_refs/2"]
 }
 `

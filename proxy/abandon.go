@@ -6,8 +6,6 @@ import (
 	"errors"
 	"math"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
@@ -335,17 +333,13 @@ func (s *Server) abandonStale(ctx context.Context, after time.Duration) {
 	}
 }
 
-// describeSteps is a one-line summary of an abandonment, for logs and the CLI.
-func describeSteps(a *Abandonment) string {
-	n := map[string]int{}
-	for _, st := range a.Steps {
-		n[st.State]++
+// dropped abandons the trace of a dead letter dropped by, when
+// compensation.abandon_dropped says so.
+func (s *Server) dropped(ctx context.Context, rec *record.Record, by string) {
+	if !s.cfg.Compensation.AbandonDropped || rec.Compensates != "" {
+		return
 	}
-	var parts []string
-	for _, k := range []string{stepUndone, stepFailed, stepStanding, stepRunning, stepPending} {
-		if n[k] > 0 {
-			parts = append(parts, strconv.Itoa(n[k])+" "+k)
-		}
+	if _, err := s.Abandon(ctx, rec.TraceID, "dead letter "+rec.ID+" dropped", by); err != nil && !errors.Is(err, ErrNotAbandonable) {
+		s.log.Warn("abandoning the dropped dead letter's trace failed", "record_id", rec.ID, "error", err.Error())
 	}
-	return strings.Join(parts, ", ")
 }

@@ -227,3 +227,94 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 		t.Errorf("b's baton_compensations_total{outcome=undone} = %v, want 1", v)
 	}
 }
+
+// TestAbandonByManifest: a's handoff to b carries the side-effect manifest
+// in its envelope (no config declares anything); b opens a ticket, says so
+// in its answer envelope's completed list, and fails because c is down.
+// b's Baton abandons the trace on its own, once its dead letter is a second
+// old (compensation.abandon_after) or when it is dropped
+// (compensation.abandon_dropped), and a's Baton closes the ticket once,
+// with a body made from a's own request.
+func TestAbandonByManifest(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, yaml, by string }{
+		{"after-deadline", "compensation: {abandon_after: 1s}\n", "compensation.abandon_after"},
+		{"dropped", "compensation: {abandon_dropped: true}\n", "admin"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			abandonByManifest(t, c.yaml, c.by, c.by == "admin")
+		})
+	}
+}
+
+func abandonByManifest(t *testing.T, compensation, by string, drop bool) {
+	store := sharedStore(t)
+	var closes atomic.Int32
+	var closeBody atomic.Value
+	bAgent := &relayFunc{fn: func(w http.ResponseWriter, r *http.Request, egress string) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/close" {
+			closes.Add(1)
+			closeBody.Store(string(body))
+			return
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+egress+"/work", strings.NewReader(`{}`))
+		req.Host = "c"
+		req.Header.Set("Traceparent", r.Header.Get("Traceparent"))
+		if resp, err := http.DefaultTransport.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+		w.Header().Set("Content-Type", "application/vnd.baton.handoff+json")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, `{"schema_version":"1.0.0","task":{"id":"t-77","intent":"open a ticket"},"completed":[{"id":"ticket","summary":"opened T-9"}]}`)
+	}}
+	cSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusInternalServerError) }))
+	t.Cleanup(cSrv.Close)
+	cB := startBatonWith(t, "agent: c\nupstream: "+cSrv.URL+"\n", store(), nil)
+	bSrv := httptest.NewServer(bAgent)
+	t.Cleanup(bSrv.Close)
+	bB := startBatonWith(t, "agent: b\nupstream: "+bSrv.URL+"\n"+peerYAML(map[string]string{"c": cB.IngressAddr()})+
+		"retry: {attempts: 1}\n"+compensation, store(), nil)
+	bAgent.egress = bB.EgressAddr()
+	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()}), store(), nil)
+
+	trace := "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3"
+	if drop {
+		trace = "d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4"
+	}
+	env := `{"schema_version":"1.0.0","task":{"id":"t-77","intent":"open a ticket for the outage"},
+	  "compensations":[{"effect":"ticket","path":"/close","body":"{\"close\": {{json .Request.task.id}}}"}]}`
+	resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/tickets", env,
+		http.Header{"Content-Type": {"application/vnd.baton.handoff+json"}, "Traceparent": {"00-" + trace + "-b7ad6b7169203331-01"}})
+	dl := resp.Header.Get("Baton-Dead-Letter")
+	if resp.StatusCode != http.StatusBadGateway || dl == "" {
+		t.Fatalf("the chain answered %d, dead letter %q", resp.StatusCode, dl)
+	}
+	if drop {
+		req, _ := http.NewRequest(http.MethodDelete, "http://"+bB.AdminAddr()+"/v1/deadletters/"+dl, nil)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil || r.StatusCode != http.StatusNoContent {
+			t.Fatalf("dropping the dead letter: %v %v", r, err)
+		}
+	}
+	eventually(t, "the ticket closed", func() bool { return closes.Load() == 1 })
+	var a proxy.Abandonment
+	eventually(t, "the abandonment settled", func() bool {
+		return adminGet(t, aB.AdminAddr(), "/v1/traces/"+trace+"/abandon", &a) == http.StatusOK && a.Settled
+	})
+	if a.By != by || len(a.Steps) != 1 || a.Steps[0].Effect != "ticket" || a.Steps[0].State != "undone" {
+		t.Fatalf("abandonment %+v", a)
+	}
+	if got := closeBody.Load(); got != `{"close": "t-77"}` || closes.Load() != 1 {
+		t.Fatalf("closed %d times with %v", closes.Load(), got)
+	}
+}
+
+// relayFunc is an agent whose handler knows its Baton's egress.
+type relayFunc struct {
+	egress string
+	fn     func(w http.ResponseWriter, r *http.Request, egress string)
+}
+
+func (a *relayFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.fn(w, r, a.egress) }

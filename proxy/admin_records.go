@@ -184,12 +184,7 @@ func (s *Server) dropDeadLetter(w http.ResponseWriter, r *http.Request) {
 		s.storeProblem(w, r, err)
 		return
 	}
-	if s.cfg.Compensation.AbandonDropped && rec.Compensates == "" {
-		_, err := s.Abandon(r.Context(), rec.TraceID, "dead letter "+rec.ID+" dropped", adminCaller(r))
-		if err != nil && !errors.Is(err, ErrNotAbandonable) {
-			s.log.Warn("abandoning the dropped dead letter's trace failed", "record_id", rec.ID, "error", err.Error())
-		}
-	}
+	s.dropped(r.Context(), rec, adminCaller(r))
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -39,20 +40,27 @@ type effects struct {
 	store state.Store
 	ttl   time.Duration
 	log   *slog.Logger
+	cfg   *config.Config
 }
 
 func effectAnswerKey(traceID, recordID string) string { return "{" + traceID + "}:answer:" + recordID }
 
-// observe records the side effects an answer reports on rec, and keeps the
-// answer's body (up to maxKeptAnswer, not a stream) for the compensation's
-// template. The body the agent reads is unchanged.
+// observe records the side effects an answer reports on rec: those its
+// Baton-Side-Effects header names, and, in an answer that is an envelope,
+// the completed items whose id is a declared effect. It keeps the answer's
+// body (up to maxKeptAnswer, not a stream) for the compensation's template.
+// The body the agent reads is unchanged.
 func (e *effects) observe(rec *record.Record, resp *http.Response) {
 	if e == nil {
 		return
 	}
 	rec.Effects = middleware.SideEffectsOf(resp.Header)
-	if len(rec.Effects) == 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
-		resp.ContentLength > maxKeptAnswer {
+	ct := resp.Header.Get("Content-Type")
+	var declared []string
+	if strings.HasPrefix(ct, handoff.MediaType) {
+		declared = e.declared(rec)
+	}
+	if len(rec.Effects) == 0 && len(declared) == 0 || strings.HasPrefix(ct, "text/event-stream") || resp.ContentLength > maxKeptAnswer {
 		return
 	}
 	head, err := io.ReadAll(io.LimitReader(resp.Body, maxKeptAnswer+1))
@@ -63,11 +71,61 @@ func (e *effects) observe(rec *record.Record, resp *http.Response) {
 	if err != nil || len(head) > maxKeptAnswer {
 		return
 	}
+	if len(declared) > 0 {
+		var answer struct {
+			Completed []struct {
+				ID string `json:"id"`
+			} `json:"completed"`
+		}
+		_ = json.Unmarshal(head, &answer)
+		for _, c := range answer.Completed {
+			if slices.Contains(declared, c.ID) && !slices.Contains(rec.Effects, c.ID) && len(rec.Effects) < middleware.MaxSideEffects {
+				rec.Effects = append(rec.Effects, c.ID)
+			}
+		}
+	}
+	if len(rec.Effects) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := e.store.Set(ctx, effectAnswerKey(rec.TraceID, rec.ID), head, e.ttl); err != nil {
 		e.log.Warn("side effects: the answer was not kept for compensation", "record_id", rec.ID, "error", err.Error())
 	}
+}
+
+// declared names the side effects declared for rec's receiver: on the
+// edge, and in the handoff envelope's manifest.
+func (e *effects) declared(rec *record.Record) []string {
+	var out []string
+	for _, se := range e.cfg.SideEffectsTo(rec.To) {
+		out = append(out, se.Name)
+	}
+	for _, m := range manifest(rec) {
+		out = append(out, m.Effect)
+	}
+	return out
+}
+
+// manifest reads the side-effect manifest of the envelope rec's checkpoint
+// carries.
+func manifest(rec *record.Record) []handoff.Compensation {
+	if rec.Request == nil || len(rec.Request.Body) == 0 {
+		return nil
+	}
+	ct := ""
+	if rec.Request.Header != nil {
+		ct = rec.Request.Header.Get("Content-Type")
+	}
+	raw := handoff.EnvelopeOf(ct, rec.Request.Body)
+	if raw == nil {
+		return nil
+	}
+	var env struct {
+		Compensations []handoff.Compensation `json:"compensations"`
+	}
+	_ = json.Unmarshal(raw, &env)
+	return env.Compensations
 }
 
 // compensationFor returns how to undo effect of the handoff rec: the
@@ -80,39 +138,24 @@ func (s *Server) compensationFor(rec *record.Record, effect string) (*config.Com
 			return &cp, ""
 		}
 	}
-	if rec.Request != nil && len(rec.Request.Body) > 0 {
-		ct := rec.Request.Header.Get("Content-Type")
-		var env struct {
-			Compensations []struct {
-				Effect      string `json:"effect"`
-				To          string `json:"to"`
-				Method      string `json:"method"`
-				Path        string `json:"path"`
-				Body        string `json:"body"`
-				ContentType string `json:"content_type"`
-			} `json:"compensations"`
+	for _, m := range manifest(rec) {
+		if m.Effect != effect {
+			continue
 		}
-		if raw := handoff.EnvelopeOf(ct, rec.Request.Body); raw != nil && json.Unmarshal(raw, &env) == nil {
-			for _, m := range env.Compensations {
-				if m.Effect != effect {
-					continue
-				}
-				cp := config.Compensate{To: m.To, Method: m.Method, Path: m.Path, Body: m.Body, ContentType: m.ContentType}
-				if cp.To == "" {
-					cp.To = rec.To
-				}
-				if cp.Method == "" {
-					cp.Method = http.MethodPost
-				}
-				if cp.ContentType == "" && cp.Body != "" {
-					cp.ContentType = "application/json"
-				}
-				if _, ok := s.edges[cp.To]; !ok || !strings.HasPrefix(cp.Path, "/") {
-					return nil, "the envelope's compensation of " + effect + " names no peer of this agent or no path"
-				}
-				return &cp, ""
-			}
+		cp := config.Compensate{To: m.To, Method: m.Method, Path: m.Path, Body: m.Body, ContentType: m.ContentType}
+		if cp.To == "" {
+			cp.To = rec.To
 		}
+		if cp.Method == "" {
+			cp.Method = http.MethodPost
+		}
+		if cp.ContentType == "" && cp.Body != "" {
+			cp.ContentType = "application/json"
+		}
+		if _, ok := s.edges[cp.To]; !ok || !strings.HasPrefix(cp.Path, "/") {
+			return nil, "the envelope's compensation of " + effect + " names no peer of this agent, or no path"
+		}
+		return &cp, ""
 	}
 	return nil, "no compensation is declared for " + effect + " on " + rec.Edge()
 }

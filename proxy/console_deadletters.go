@@ -112,6 +112,7 @@ func (s *Server) consoleDrop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("console: dead letter dropped", "record_id", id, "by", s.consoleWho(r))
+	s.dropped(r.Context(), rec, s.consoleWho(r))
 	s.consoleFlash(w, r, consoleBack(r), true,
 		"Dropped "+id+": it is no longer listed; its record stays in trace "+rec.TraceID+".")
 }

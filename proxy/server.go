@@ -161,7 +161,7 @@ func New(o Options) (*Server, error) {
 		s.edges[name] = newEdge(c, name, peerTransport, s.book, s.letters, o.Logger, onClose)
 		s.edges[name].signer = ts.signer
 		if c.RecordsOn() {
-			s.edges[name].effects = &effects{store: o.Store, ttl: c.Records.Retention.D(), log: o.Logger}
+			s.edges[name].effects = &effects{store: o.Store, ttl: c.Records.Retention.D(), log: o.Logger, cfg: c}
 		}
 	}
 	if err := s.observeEdges(); err != nil {
