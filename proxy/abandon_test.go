@@ -102,10 +102,18 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 		a.egress = bt.EgressAddr()
 		return bt
 	}
-	dB := start("d", d, "")
-	cB := start("c", c, peerYAML(map[string]string{"d": dB.IngressAddr()})+
+	// Every handoff is signed, compensations included, and each receiver
+	// takes only its sender's key.
+	dir := t.TempDir()
+	keys := map[string]trustID{}
+	for _, name := range []string{"a", "b", "c"} {
+		keys[name] = newTrustID(t, dir, name+"-2026")
+	}
+	trusts := func(peer string) string { return "trust: {peers: {" + peer + ": [" + keys[peer].line() + "]}}\n" }
+	dB := start("d", d, trusts("c"))
+	cB := start("c", c, keys["c"].identity()+trusts("b")+peerYAML(map[string]string{"d": dB.IngressAddr()})+
 		"edges: [{from: b}, {to: d}]\nretry: {attempts: 2, backoff: 5ms}\n")
-	bB := start("b", b, peerYAML(map[string]string{"c": cB.IngressAddr()})+`edges:
+	bB := start("b", b, keys["b"].identity()+trusts("a")+peerYAML(map[string]string{"c": cB.IngressAddr()})+`edges:
   - {from: a}
   - to: c
     retry: {attempts: 3, backoff: 5ms}
@@ -113,7 +121,7 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
       - name: charge
         compensate: {path: /refund, body: '{"charge_id": {{json .Response.charge_id}}, "amount": {{json .Request.amount}}}'}
 `)
-	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+`edges:
+	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+keys["a"].identity()+peerYAML(map[string]string{"b": bB.IngressAddr()})+`edges:
   - to: b
     side_effects:
       - name: booking
@@ -188,6 +196,22 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 	}
 	if c.undone[0] != `{"charge_id": "ch-1", "amount": 120}` || b.undone[0] != `{"booking_id": "bo-1", "reason": "trace abandoned"}` {
 		t.Fatalf("compensation bodies: refund %s, cancel %s", c.undone[0], b.undone[0])
+	}
+
+	// Each compensation was a signed handoff, verified by its receiver.
+	view := waitTrace(t, aB.AdminAddr(), trace, func(v proxy.TraceView) bool {
+		n := 0
+		for _, r := range v.Records {
+			if r.Compensates != "" && r.Side == "ingress" {
+				n++
+			}
+		}
+		return n == 3 // the refund's two tries, the cancellation
+	})
+	for _, r := range view.Records {
+		if r.Compensates != "" && r.Side == "ingress" && r.SenderKeyID != r.From+"-2026" {
+			t.Fatalf("the compensation %s→%s was received with key %q, want %s's", r.From, r.To, r.SenderKeyID, r.From)
+		}
 	}
 
 	// Once more: nothing runs again; the dead letter is not replayed.
