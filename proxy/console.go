@@ -109,6 +109,7 @@ func (s *Server) consoleRoutes(r chi.Router) {
 			c.Get("/", s.consoleOverview)
 			c.Get("/traces", s.consoleTraceLookup)
 			c.Get("/traces/{trace_id}", s.consoleTrace)
+			c.Post("/traces/{trace_id}/abandon", s.consoleAbandon)
 			c.Get("/records/{id}", s.consoleRecord)
 			c.Get("/deadletters", s.consoleDeadLetters)
 			c.Post("/deadletters/{id}/replay", s.consoleReplay)
@@ -235,6 +236,7 @@ var consoleFuncs = template.FuncMap{
 		return id
 	},
 	"pathEscape": url.PathEscape,
+	"inc":        func(i int) int { return i + 1 },
 	"ms":         func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " ms" },
 	"pct":        func(v float64) string { return strconv.FormatFloat(100*v, 'f', 0, 64) + "%" },
 	"when": func(t time.Time) string {

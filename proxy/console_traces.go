@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -57,6 +58,10 @@ type consoleTraceView struct {
 	Entries  int
 	Intact   bool
 	Problems []string
+	// Abandonment is where undoing the trace stands once it is abandoned;
+	// Abandonable says it may be (a dead letter of it stands).
+	Abandonment *Abandonment
+	Abandonable bool
 }
 
 func (s *Server) consoleTrace(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +93,36 @@ func (s *Server) consoleTrace(w http.ResponseWriter, r *http.Request) {
 	default:
 		v.Problems = []string{err.Error()}
 	}
+	switch a, err := s.Abandonment(r.Context(), id); {
+	case err == nil:
+		v.Abandonment = a
+	case errors.Is(err, record.ErrNotFound):
+		v.Abandonable = deadLetterStanding(t.Records)
+	}
 	s.consoleRender(w, r, http.StatusOK, "trace.html", "traces", v)
+}
+
+// consoleAbandon abandons the trace (as POST /v1/traces/{id}/abandon
+// does) with the reason given, and shows the trace.
+func (s *Server) consoleAbandon(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "trace_id")
+	back := "/console/traces/" + id
+	if !validTraceID(id) {
+		s.consoleError(w, r, http.StatusNotFound, "Not found", "A trace id is 32 lower-case hex digits.")
+		return
+	}
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		s.consoleFlash(w, r, back, false, "Say why the trace is abandoned: the reason is kept with it.")
+		return
+	}
+	a, err := s.Abandon(r.Context(), id, reason, s.consoleWho(r))
+	if err != nil {
+		s.consoleFlash(w, r, back, false, "Abandoning "+id+" refused: "+err.Error())
+		return
+	}
+	s.log.Info("console: trace abandoned", "trace_id", id, "by", s.consoleWho(r))
+	s.consoleFlash(w, r, back, true, fmt.Sprintf("Abandoned %s: %d side effect(s) to undo, latest first, each by the Baton that sent its handoff. Reload to follow them.", id, len(a.Steps)))
 }
 
 // consoleRecordView is one record's page, with its checkpoint.
