@@ -23,6 +23,7 @@ type sagaAgent struct {
 	next, nextPath     string // "" for the last agent
 	down               *atomic.Bool
 	failUndo           int32
+	undoStatus         int // what a failing undo answers: 503 (retried) unless set
 	seq                *atomic.Int64 // shared by the chain: the order things happened in
 
 	egress   string
@@ -38,7 +39,11 @@ func (a *sagaAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case a.undo:
 		if a.undoHits.Add(1) <= a.failUndo {
-			http.Error(w, "refund service unavailable", http.StatusServiceUnavailable)
+			status := http.StatusServiceUnavailable
+			if a.undoStatus != 0 {
+				status = a.undoStatus
+			}
+			http.Error(w, "refund service unavailable", status)
 			return
 		}
 		a.mu.Lock()
@@ -342,3 +347,54 @@ type relayFunc struct {
 }
 
 func (a *relayFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.fn(w, r, a.egress) }
+
+// TestAbandonFailedCompensation: b's discard answers 500 (not retried), so
+// the step fails and its compensation is a dead letter of its own at a's
+// Baton, named in the step. Replaying that dead letter (allowed in the
+// abandoned trace) undoes the draft, and the step reads undone.
+func TestAbandonFailedCompensation(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	var seq atomic.Int64
+	var down atomic.Bool
+	down.Store(true)
+	c := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &down, seq: &seq}
+	b := &sagaAgent{effect: "draft", work: "/draft", undo: "/discard", next: "c", nextPath: "/ship", seq: &seq,
+		failUndo: 1, undoStatus: http.StatusInternalServerError}
+	cSrv, bSrv := httptest.NewServer(c), httptest.NewServer(b)
+	t.Cleanup(cSrv.Close)
+	t.Cleanup(bSrv.Close)
+	cB := startBatonWith(t, "agent: c\nupstream: "+cSrv.URL+"\n", store(), nil)
+	bB := startBatonWith(t, "agent: b\nupstream: "+bSrv.URL+"\n"+peerYAML(map[string]string{"c": cB.IngressAddr()})+"retry: {attempts: 1}\n", store(), nil)
+	b.egress = bB.EgressAddr()
+	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+
+		"edges: [{to: b, side_effects: [{name: draft, compensate: {path: /discard}}]}]\n", store(), nil)
+
+	const trace = "f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6"
+	if resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/draft", `{}`,
+		http.Header{"Content-Type": {"application/json"}, "Traceparent": {"00-" + trace + "-b7ad6b7169203331-01"}}); resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("the chain answered %d", resp.StatusCode)
+	}
+	var a proxy.Abandonment
+	req, _ := http.NewRequest(http.MethodPost, "http://"+aB.AdminAddr()+"/v1/traces/"+trace+"/abandon?wait=10s", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeBody(t, resp, &a)
+	if len(a.Steps) != 1 || a.Steps[0].State != "failed" || a.Steps[0].DeadLetter == "" || !strings.Contains(a.Steps[0].Why, "500") {
+		t.Fatalf("abandonment %+v; want the draft's step failed, naming its dead letter", a)
+	}
+	if owner := adminRecord(t, aB.AdminAddr(), a.Steps[0].DeadLetter); owner.State != "dead" || owner.Compensates == "" {
+		t.Fatalf("the step's dead letter is %s, compensates %q", owner.State, owner.Compensates)
+	}
+	if st := adminPost(t, aB.AdminAddr(), "/v1/deadletters/"+a.Steps[0].DeadLetter+"/replay", nil); st != http.StatusOK {
+		t.Fatalf("replaying the compensation's dead letter: %d", st)
+	}
+	eventually(t, "the step undone", func() bool {
+		return adminGet(t, aB.AdminAddr(), "/v1/traces/"+trace+"/abandon", &a) == http.StatusOK && a.Steps[0].State == "undone"
+	})
+	if len(b.undone) != 1 || b.undoHits.Load() != 2 {
+		t.Fatalf("b discarded %d drafts in %d calls; want 1 in 2", len(b.undone), b.undoHits.Load())
+	}
+}
