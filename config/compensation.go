@@ -53,19 +53,24 @@ func (c *Config) SideEffectsTo(peer string) []SideEffect {
 	return nil
 }
 
+// Default fills what a compensation leaves out: the edge's peer, POST,
+// and a JSON body.
+func (cp *Compensate) Default(peer string) {
+	if cp.Method == "" {
+		cp.Method = http.MethodPost
+	}
+	if cp.To == "" {
+		cp.To = peer
+	}
+	if cp.ContentType == "" && cp.Body != "" {
+		cp.ContentType = "application/json"
+	}
+}
+
 func (c *Config) defaultCompensation() {
 	for _, e := range c.Edges {
 		for i := range e.SideEffects {
-			cp := &e.SideEffects[i].Compensate
-			if cp.Method == "" {
-				cp.Method = http.MethodPost
-			}
-			if cp.To == "" {
-				cp.To = e.To
-			}
-			if cp.ContentType == "" && cp.Body != "" {
-				cp.ContentType = "application/json"
-			}
+			e.SideEffects[i].Compensate.Default(e.To)
 		}
 	}
 }

@@ -143,15 +143,7 @@ func (s *Server) compensationFor(rec *record.Record, effect string) (*config.Com
 			continue
 		}
 		cp := config.Compensate{To: m.To, Method: m.Method, Path: m.Path, Body: m.Body, ContentType: m.ContentType}
-		if cp.To == "" {
-			cp.To = rec.To
-		}
-		if cp.Method == "" {
-			cp.Method = http.MethodPost
-		}
-		if cp.ContentType == "" && cp.Body != "" {
-			cp.ContentType = "application/json"
-		}
+		cp.Default(rec.To)
 		if _, ok := s.edges[cp.To]; !ok || !strings.HasPrefix(cp.Path, "/") {
 			return nil, "the envelope's compensation of " + effect + " names no peer of this agent, or no path"
 		}

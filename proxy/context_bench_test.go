@@ -159,16 +159,5 @@ func (a *byteAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"ok":true}`)
 		return
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+a.egress+"/handoff", bytes.NewReader(body))
-	req.Host = a.next
-	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
-	req.Header.Set("Traceparent", r.Header.Get("Traceparent"))
-	resp, err := a.client.Do(req)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	relay(w, r, a.client.Transport, a.egress, a.next, body)
 }

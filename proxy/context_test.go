@@ -88,11 +88,18 @@ func (a *relayAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"ok":true}`)
 		return
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+a.egress+"/handoff", bytes.NewReader(body))
-	req.Host = a.next
+	relay(w, r, http.DefaultTransport, a.egress, a.next, body)
+}
+
+// relay passes body, which r brought, on to the next agent through the
+// agent's Baton at egress, with r's content type and trace, and answers w
+// with what it answered.
+func relay(w http.ResponseWriter, r *http.Request, rt http.RoundTripper, egress, next string, body []byte) {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+egress+"/handoff", bytes.NewReader(body))
+	req.Host = next
 	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
 	req.Header.Set("Traceparent", r.Header.Get("Traceparent"))
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
