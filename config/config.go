@@ -48,6 +48,8 @@ type Config struct {
 	Journal  Journal          `yaml:"journal"`
 	// Approvals configures confirmation gates (confirm.go).
 	Approvals Approvals `yaml:"approvals"`
+	// TLS is mutual TLS between Batons (docs/tls.md).
+	TLS *TLS `yaml:"tls"`
 	// Compensation abandons traces on its own (docs/compensation.md).
 	Compensation Compensation `yaml:"compensation"`
 	// AdminToken is the bearer token the admin API requires when the admin
@@ -410,6 +412,7 @@ func (c *Config) ApplyDefaults() {
 	c.defaultGroups()
 	c.defaultContext()
 	c.defaultCompensation()
+	c.defaultTLS()
 }
 
 // OutEdge returns the outbound edge to peer, if configured.

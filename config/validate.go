@@ -124,6 +124,7 @@ func (c *Config) Validate() error {
 	c.validateConfirm(bad)
 	c.validateContext(bad)
 	c.validateCompensation(bad)
+	c.validateTLS(bad)
 
 	if c.Limits.MaxBodyBytes < 1 {
 		bad("limits.max_body_bytes", c.Limits.MaxBodyBytes, "must be > 0")

@@ -125,6 +125,9 @@ type Info struct {
 	RPC *RPC
 	// Labels are the handoff's untrusted-content labels (nil: none);
 	// Injection the injection signal on its untrusted spans (nil: none).
+	// TLSIdentity is the SPIFFE ID of the connection's client certificate
+	// at ingress (docs/tls.md).
+	TLSIdentity string
 	// Compensation is set on a handoff Baton makes to undo a side effect.
 	Compensation *Compensation
 	// Shaping is what the edge's token budget and field policy did to the

@@ -70,6 +70,9 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 				rec.Trust = []string{"posture=" + in.Posture}
 			}
 			rec.Trust = append(rec.Trust, TrustLabels(in)...)
+			if in.TLSIdentity != "" {
+				rec.Trust = append(rec.Trust, "tls="+in.TLSIdentity)
+			}
 			rec.Compensates = r.Header.Get(HeaderCompensates)
 			if in.Delivered && rec.Status < 300 {
 				rec.Effects = SideEffectsOf(w.Header())

@@ -72,6 +72,7 @@ const (
 	OverBudget          Class = "over-budget"
 	NotAbandonable      Class = "not-abandonable"
 	TraceAbandoned      Class = "trace-abandoned"
+	TLSIdentityMismatch Class = "tls-identity-mismatch"
 )
 
 type classInfo struct {
@@ -127,6 +128,7 @@ var classes = map[Class]classInfo{
 	OverBudget:          {"Handoff over its token budget", http.StatusUnprocessableEntity, -32088},
 	NotAbandonable:      {"Trace not abandonable", http.StatusConflict, -32089},
 	TraceAbandoned:      {"Trace abandoned", http.StatusConflict, -32090},
+	TLSIdentityMismatch: {"TLS identity is another agent's", http.StatusForbidden, -32091},
 }
 
 // Type returns the class's type URI.

@@ -23,7 +23,7 @@ type sagaAgent struct {
 	next, nextPath     string // "" for the last agent
 	down               *atomic.Bool
 	failUndo           int32
-	undoStatus         int // what a failing undo answers: 503 (retried) unless set
+	undoStatus         int           // what a failing undo answers: 503 (retried) unless set
 	seq                *atomic.Int64 // shared by the chain: the order things happened in
 
 	egress   string

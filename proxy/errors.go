@@ -10,6 +10,7 @@ import (
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
 	"github.com/batonproxy/baton/trust"
+	"github.com/batonproxy/baton/trust/mtls"
 )
 
 // classify maps a transport error to the problem class Baton answers with.
@@ -102,11 +103,19 @@ func deadLettered(w http.ResponseWriter, r *http.Request, in *middleware.Info, d
 }
 
 // reason names the cause of a connection failure without leaking internals.
+// A refused TLS handshake is named with why: it is a configuration to fix.
 func reason(err error) string {
+	var ve *mtls.VerifyError
+	if errors.As(err, &ve) {
+		return "the TLS handshake failed: " + ve.Err.Error()
+	}
 	var op *net.OpError
 	if errors.As(err, &op) {
 		if op.Op == "dial" {
 			return "connection refused or unreachable"
+		}
+		if op.Op == "remote error" { // a TLS alert: the peer refused this Baton's certificate
+			return "the TLS handshake failed: the peer answered " + op.Err.Error()
 		}
 		return "connection failed (" + op.Op + ")"
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
+	"github.com/batonproxy/baton/trust/mtls"
 )
 
 // Options are what a Server is built from. Config must have passed
@@ -72,6 +73,7 @@ type Server struct {
 	egressChain http.Handler  // the egress chain, for compensations (compensation.go)
 	abandonKick chan struct{} // wakes the abandon loop (abandon.go)
 	taint       *middleware.Taint
+	tlsSrc      *mtls.Source // mutual TLS between Batons (tls.go); nil: none
 
 	approvals *approvals // held handoffs (approvals.go)
 	approvers *approvers // who may decide them (admin_identity.go)
@@ -152,13 +154,16 @@ func New(o Options) (*Server, error) {
 	if jr != nil {
 		hs.ended = jr.ended
 	}
+	if s.tlsSrc, err = newTLS(c, o); err != nil {
+		return nil, err
+	}
 	s.letters = newLetters(s.book, c.Records.Retention.D(), o.Logger, s.background)
 	for name := range c.Peers {
 		var onClose func()
 		if e, ok := c.OutEdge(name); ok && e.AutoReplay {
 			onClose = func() { s.background(func(ctx context.Context) { s.replayEdge(ctx, name) }) }
 		}
-		s.edges[name] = newEdge(c, name, peerTransport, s.book, s.letters, o.Logger, onClose)
+		s.edges[name] = newEdge(c, name, s.peerTransportFor(name, peerTransport), s.book, s.letters, o.Logger, onClose)
 		s.edges[name].signer = ts.signer
 		if c.RecordsOn() {
 			s.edges[name].effects = &effects{store: o.Store, ttl: c.Records.Retention.D(), log: o.Logger, cfg: c}
@@ -286,6 +291,7 @@ func New(o Options) (*Server, error) {
 		}),
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book),
+		tlsIdentity,
 		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: sessions, Log: o.Logger}),
 		s.refs.Ingress,
 		middleware.Contract(checker, contractIn, o.Logger),
@@ -336,6 +342,9 @@ func (s *Server) Start() error {
 	names := [3]string{"egress", "ingress", "admin"}
 	for i, a := range addrs {
 		l, err := s.listen(i, a)
+		if i == 1 && err == nil {
+			l = s.tlsListener(l)
+		}
 		if err != nil {
 			for _, prev := range s.listeners[:i] {
 				prev.Close()
@@ -482,6 +491,9 @@ func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy
 // agent's dead letters, and the auto replay of the edges that ask for it
 // (every open_for of the peer's breaker). Start calls it holding s.mu.
 func (s *Server) startBackground() {
+	if s.tlsSrc != nil {
+		s.backgroundLocked(s.tlsSrc.Run)
+	}
 	if !s.book.Enabled() {
 		return
 	}
