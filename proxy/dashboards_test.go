@@ -290,21 +290,21 @@ func TestDashboardsNameExportedSeries(t *testing.T) {
 	t.Parallel()
 	sc := metricsScenario(t)
 	exported := map[string]bool{}
-	for _, s := range []scrape{sc.sa, sc.sb} {
+	for _, s := range []scrape{sc.sa, sc.sb, tlsScrape(t)} {
 		for _, n := range s.names() {
 			exported[n] = true
 		}
 	}
 	exprs, variables, rows := dashboardExprs(t)
 	for _, want := range []string{"Traffic & latency", "Errors & retries", "Breakers & dead letters", "Dedupe",
-		"Contract", "Trust & untrusted", "Store"} {
+		"Contract", "Trust & untrusted", "Store", "Mutual TLS"} {
 		if !slices.Contains(rows, want) {
 			t.Errorf("dashboard has no row %q (rows: %q)", want, rows)
 		}
 	}
 	rules := alertRules(t)
 	for _, want := range []string{"BatonRetryRateHigh", "BatonContractViolation", "BatonHandoffFailureRateHigh",
-		"BatonCompletenessLow", "BatonCircuitBreakerOpen"} {
+		"BatonCompletenessLow", "BatonCircuitBreakerOpen", "BatonTLSCertificateExpiring"} {
 		if rules[want] == "" {
 			t.Errorf("alerts.yaml has no rule %s", want)
 		}
@@ -363,7 +363,7 @@ func TestMetricsDocumented(t *testing.T) {
 	t.Parallel()
 	sc := metricsScenario(t)
 	var names []string
-	for _, s := range []scrape{sc.sa, sc.sb} {
+	for _, s := range []scrape{sc.sa, sc.sb, tlsScrape(t)} {
 		for name := range s {
 			if strings.HasPrefix(name, "baton_") || strings.HasPrefix(name, "http_") {
 				names = append(names, name)

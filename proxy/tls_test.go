@@ -90,6 +90,9 @@ func TestMutualTLS(t *testing.T) {
 	if plain.StatusCode != http.StatusBadRequest || len(b.bodies) != 1 {
 		t.Fatalf("plaintext to the TLS ingress: %d, b got %d; want 400 and nothing delivered", plain.StatusCode, len(b.bodies))
 	}
+	if v, _ := scrapeMetrics(t, bB.AdminAddr()).value("baton_tls_cert_expiry_timestamp_seconds", map[string]string{"id": "spiffe://example.org/agent/b"}); v != float64(w.now.Add(time.Hour).Unix()) {
+		t.Errorf("b's baton_tls_cert_expiry_timestamp_seconds = %v, want %d", v, w.now.Add(time.Hour).Unix())
+	}
 	for who, bt := range map[string]*baton{"a": aB, "b": bB} {
 		side := map[string]string{"a": "egress", "b": "ingress"}[who]
 		if v, _ := scrapeMetrics(t, bt.AdminAddr()).value("baton_tls_handshakes_total", map[string]string{"side": side, "result": "ok"}); v < 1 {
@@ -241,4 +244,26 @@ func TestMutualTLSRotation(t *testing.T) {
 		t.Fatalf("%d of %d handoffs failed during the rotation", failed.Load(), sent.Load())
 	}
 	_ = b
+}
+
+// tlsScrape is the metrics of a Baton that received a handoff over mutual
+// TLS and reloaded its certificate once: what the dashboards and docs must
+// cover besides the plain scenario's series.
+func tlsScrape(t *testing.T) scrape {
+	t.Helper()
+	w := newTLSWorld(t)
+	bB, _ := w.receiver(t, "b", w.good(t, "b"))
+	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+w.good(t, "a")+
+		"peers: {b: {url: https://"+bB.IngressAddr()+"}}\n", nil, nil)
+	if resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/tasks", `{}`, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("over mutual TLS: %d", resp.StatusCode)
+	}
+	w.good(t, "b") // rewritten: b reloads it
+	var s scrape
+	eventually(t, "b's certificate reloaded", func() bool {
+		s = scrapeMetrics(t, bB.AdminAddr())
+		v, _ := s.value("baton_tls_reloads_total", map[string]string{"result": "ok"})
+		return v >= 1
+	})
+	return s
 }
