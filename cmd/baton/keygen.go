@@ -30,9 +30,28 @@ func keygenCmd(args []string, stdout, stderr io.Writer) error {
 	id := fl.String("id", "", "key id, as peers' trust bundles will name the key")
 	out := fl.String("out", "", "file to write the private key to")
 	force := fl.Bool("force", false, "replace FILE if it exists")
-	bad, done, err := parseCommand(fl, args, "keygen", keygenUsage, stdout, stderr)
+	ca := fl.Bool("ca", false, "create a CA for mutual TLS")
+	cert := fl.String("cert", "", "issue this agent's TLS certificate")
+	td := fl.String("trust-domain", "", "the CA's SPIFFE trust domain")
+	caDir := fl.String("ca-dir", "", "the directory of the CA (ca.pem, ca-key.pem)")
+	days := fl.Int("days", 0, "validity in days")
+	bad, done, err := parseCommand(fl, args, "keygen", keygenUsage+keygenTLSUsage, stdout, stderr)
 	if done || err != nil {
 		return err
+	}
+	switch {
+	case *ca && *cert != "":
+		return bad("--ca and --cert are two steps: the CA first, then each agent's certificate")
+	case *ca && (*td == "" || *out == ""):
+		return bad("--ca needs --trust-domain DOMAIN and --out DIR")
+	case *cert != "" && (*caDir == "" || *out == ""):
+		return bad("--cert AGENT needs --ca-dir DIR and --out DIR")
+	case *ca || *cert != "":
+		n := *days
+		if n == 0 {
+			n = map[bool]int{true: 365, false: 90}[*ca]
+		}
+		return keygenTLS(*ca, *cert, *td, *caDir, *out, n, *force, stderr)
 	}
 	switch {
 	case *id == "":

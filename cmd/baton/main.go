@@ -78,7 +78,7 @@ Usage:
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
   baton envelope example         print a complete, valid envelope
-` + keygenUsage + iptablesUsage + injectUsage + `  baton version                  print the version
+` + keygenUsage + keygenTLSUsage + iptablesUsage + injectUsage + `  baton version                  print the version
   baton help                     this text
 
 serve

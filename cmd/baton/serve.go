@@ -16,6 +16,7 @@ import (
 	"github.com/batonproxy/baton/handoff/tokens"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/trust/mtls"
 )
 
 // configFlag parses the --config flag of a subcommand.
@@ -49,6 +50,21 @@ func validate(args []string, stdout io.Writer, env func(string) string) error {
 			if ctr, err := tokens.For(b.Budget.Model, b.Budget.Tokenizer); err == nil && ctr.Note != "" {
 				fmt.Fprintf(stdout, "%s: note: edges[%d].context.budget: %s\n", path, i, ctr.Note)
 			}
+		}
+	}
+	if t := c.TLS; t != nil {
+		src, err := mtls.Load(mtls.Options{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, TrustDomain: t.TrustDomain})
+		if err != nil {
+			return fmt.Errorf("%s: tls: %w", path, err)
+		}
+		if id := src.ID(); id.Agent() != c.Agent {
+			return fmt.Errorf("%s: tls.cert_file names %s, the identity of agent %s, not of %s", path, id, id.Agent(), c.Agent)
+		}
+		switch left := time.Until(src.NotAfter()); {
+		case left <= 0:
+			return fmt.Errorf("%s: tls.cert_file expired at %s", path, src.NotAfter().UTC().Format(time.RFC3339))
+		case left < 7*24*time.Hour:
+			fmt.Fprintf(stdout, "%s: note: tls.cert_file expires in %s (%s): rotate it\n", path, left.Round(time.Minute), src.NotAfter().UTC().Format(time.RFC3339))
 		}
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
