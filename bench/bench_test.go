@@ -119,7 +119,7 @@ func TestBatonConfigs(t *testing.T) {
 
 	// What each 2hop row means, written out rather than derived from twoHops.
 	type want struct {
-		dedupeB, records, redisA, redisB, mcp bool
+		dedupeB, records, redisA, redisB, mcp, mtls bool
 	}
 	wants := map[string]want{
 		rowBaton2:                   {dedupeB: true, records: true},
@@ -131,6 +131,7 @@ func TestBatonConfigs(t *testing.T) {
 		rowBaton2RedisBoth:          {dedupeB: true, records: true, redisA: true, redisB: true},
 		rowBaton2RedisBothNoRecords: {dedupeB: true, redisA: true, redisB: true},
 		rowBaton2MCP:                {dedupeB: true, records: true, mcp: true},
+		rowBaton2MTLS:               {dedupeB: true, records: true, mtls: true},
 	}
 	if len(wants) != len(twoHops) {
 		t.Errorf("twoHops has %d rows, the test expects %d", len(twoHops), len(wants))
@@ -148,7 +149,18 @@ func TestBatonConfigs(t *testing.T) {
 			a.egress, a.ingress, a.admin = "127.0.0.1:9001", "127.0.0.1:9002", "127.0.0.1:9003"
 			b.egress, b.ingress, b.admin = "127.0.0.1:9011", "127.0.0.1:9012", "127.0.0.1:9013"
 			a.peers = map[string]string{"bench-b": "http://" + b.ingress}
+			if v.mtls {
+				h := &harness{dir: t.TempDir()}
+				var err error
+				if a.tls, b.tls, err = h.certificates(name, a.agent, b.agent); err != nil {
+					t.Fatal(err)
+				}
+				a.peers["bench-b"] = "https://" + b.ingress
+			}
 			ca, cb := parse(t, a), parse(t, b)
+			if (ca.TLS != nil && cb.TLS != nil && ca.PeerTLS("bench-b")) != w.mtls {
+				t.Errorf("mutual TLS: A %v, B %v, A to B %v; want %v\n%s", ca.TLS != nil, cb.TLS != nil, ca.PeerTLS("bench-b"), w.mtls, a.yaml())
+			}
 
 			if got := *cb.DedupeFor("bench-a").Enabled; got != w.dedupeB {
 				t.Errorf("B: dedupe enabled for bench-a: got %v, want %v\n%s", got, w.dedupeB, b.yaml())

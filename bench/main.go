@@ -63,7 +63,7 @@ func main() {
 // variant runs right after it, and its -nodedupe variant right before it.
 var rowNames = []string{
 	rowDirect, rowFloor, rowBaton1Core, rowBaton1,
-	rowBaton2NoDedupe, rowBaton2, rowBaton2NoRecords, rowBaton2MCP,
+	rowBaton2NoDedupe, rowBaton2, rowBaton2NoRecords, rowBaton2MTLS, rowBaton2MCP,
 	rowBaton2RedisNoDedupe, rowBaton2Redis, rowBaton2RedisNoRecords,
 	rowBaton2RedisBoth, rowBaton2RedisBothNoRecords,
 	rowNginx,
@@ -78,6 +78,7 @@ const (
 	rowBaton2NoDedupe           = "baton-2hop-nodedupe"
 	rowBaton2NoRecords          = "baton-2hop-norecords"
 	rowBaton2MCP                = "baton-2hop-mcp"
+	rowBaton2MTLS               = "baton-2hop-mtls"
 	rowBaton2Redis              = "baton-2hop-redis"
 	rowBaton2RedisNoDedupe      = "baton-2hop-redis-nodedupe"
 	rowBaton2RedisNoRecords     = "baton-2hop-redis-norecords"

@@ -141,6 +141,10 @@ type Summary struct {
 	RecordsRedis     *OnOff  `json:"records_redis,omitempty"`
 	RecordsRedisBoth *OnOff  `json:"records_redis_both,omitempty"`
 	RecordsTarget    float64 `json:"records_rps_on_over_off_target"`
+
+	// MTLS compares baton-2hop over mutual TLS with it in plaintext:
+	// handshakes amortised over kept-alive connections (no target).
+	MTLS *OnOff `json:"mtls,omitempty"`
 }
 
 // OnOff is a row with a feature on against the same row with it off.
@@ -277,6 +281,7 @@ func (res *results) deriveRound(round int) Summary {
 	s.RecordsMemory = res.onOff(round, rowBaton2, rowBaton2NoRecords)
 	s.RecordsRedis = res.onOff(round, rowBaton2Redis, rowBaton2RedisNoRecords)
 	s.RecordsRedisBoth = res.onOff(round, rowBaton2RedisBoth, rowBaton2RedisBothNoRecords)
+	s.MTLS = res.onOff(round, rowBaton2MTLS, rowBaton2)
 	if d := res.rowIn(round, rowDirect); d != nil && d.RPS > 0 {
 		for i := range res.Rows {
 			if r := &res.Rows[i]; r.Round == round && r.Status == statusOK {
@@ -325,7 +330,7 @@ func (s *Summary) ratios() []**float64 {
 }
 
 func (s *Summary) pairs() []**OnOff {
-	return []**OnOff{&s.DedupeMemory, &s.DedupeRedis, &s.RecordsMemory, &s.RecordsRedis, &s.RecordsRedisBoth}
+	return []**OnOff{&s.DedupeMemory, &s.DedupeRedis, &s.RecordsMemory, &s.RecordsRedis, &s.RecordsRedisBoth, &s.MTLS}
 }
 
 // medianOf summarises several rounds: each ratio is its median over the
@@ -566,6 +571,13 @@ func (res *results) findings() []string {
 	if s.NginxOverFloor != nil {
 		v := res.ratio(*s.NginxOverFloor, func(x *Summary) *float64 { return x.NginxOverFloor })
 		out = append(out, fmt.Sprintf("nginx CPU/req ÷ go-floor CPU/req = %s", v))
+	}
+	if c := s.MTLS; c != nil {
+		l := fmt.Sprintf("mutual TLS on ÷ off throughput (baton-2hop-mtls ÷ baton-2hop) = %.2f", c.RPS)
+		if c.CPU != nil {
+			l += fmt.Sprintf("; proxy CPU/req on ÷ off = %.2f (handshakes amortised over kept-alive connections)", *c.CPU)
+		}
+		out = append(out, l)
 	}
 	for _, r := range res.Rows {
 		name := r.label()

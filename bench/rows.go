@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/batonproxy/baton/trust/mtls"
 )
 
 // harness holds what one run shares across rows.
@@ -271,6 +274,7 @@ type twoHop struct {
 	redisA    bool   // Redis is Baton A's store too
 	noRecords bool   // records: {enabled: false} on both Batons
 	mcp       bool   // the edge is MCP (edges[].mcp) and each request a tools/call
+	mtls      bool   // the Batons speak mutual TLS (tls), certificates from a CA made for the row
 }
 
 // twoHops are the baton-2hop rows, by name.
@@ -284,6 +288,7 @@ var twoHops = map[string]twoHop{
 	rowBaton2RedisBoth:          {redisA: true, redisB: true},
 	rowBaton2RedisBothNoRecords: {redisA: true, redisB: true, noRecords: true},
 	rowBaton2MCP:                {mcp: true},
+	rowBaton2MTLS:               {mtls: true},
 }
 
 // specs returns Baton A's and Baton B's configurations for the row, without
@@ -334,6 +339,11 @@ func (h *harness) setupBaton2(v twoHop) func(context.Context) (*endpoint, func()
 			}
 		}
 		specA, specB := v.specs("http://"+h.agentAddr, h.o.batonLog, rdb)
+		if v.mtls {
+			if specA.tls, specB.tls, err = h.certificates(v.row, specA.agent, specB.agent); err != nil {
+				return nil, nil, err
+			}
+		}
 		body, script := h.body, ""
 		if v.mcp {
 			body, script = h.mcpBody, h.mcpScript
@@ -365,7 +375,11 @@ func (h *harness) startBaton2(ctx context.Context, bin string, specA, specB bato
 	}
 	specA.egress, specA.ingress, specA.admin = a[0], a[1], a[2]
 	specB.egress, specB.ingress, specB.admin = a[3], a[4], a[5]
-	specA.peers = map[string]string{"bench-b": "http://" + a[4]}
+	scheme := "http://"
+	if specB.tls != nil {
+		scheme = "https://"
+	}
+	specA.peers = map[string]string{"bench-b": scheme + a[4]}
 	// B first, so that A's peer is listening when A starts.
 	cb, readyB, err := h.startBaton(ctx, bin, specB)
 	stopB := stopper(cb)
@@ -431,4 +445,41 @@ func waitProbe(ctx context.Context, c *child, url, host string, body []byte) err
 		return err
 	}
 	return probe(url, host, body)
+}
+
+// certificates makes a CA for the row and a certificate for each of its
+// two Batons' agents, in the run's directory.
+func (h *harness) certificates(row, agentA, agentB string) (a, b *tlsFiles, err error) {
+	dir := filepath.Join(h.dir, row+"-tls")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	ca, err := mtls.NewCA("bench.local", 24*time.Hour)
+	if err != nil {
+		return nil, nil, err
+	}
+	bundle, _, err := ca.PEM()
+	if err != nil {
+		return nil, nil, err
+	}
+	bundlePath := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(bundlePath, bundle, 0o600); err != nil {
+		return nil, nil, err
+	}
+	issue := func(agent string) (*tlsFiles, error) {
+		cert, key, err := ca.Issue(agent, time.Now().Add(-time.Minute), time.Now().Add(24*time.Hour))
+		if err != nil {
+			return nil, err
+		}
+		f := &tlsFiles{cert: filepath.Join(dir, agent+".pem"), key: filepath.Join(dir, agent+"-key.pem"), bundle: bundlePath}
+		if err := os.WriteFile(f.cert, cert, 0o600); err != nil {
+			return nil, err
+		}
+		return f, os.WriteFile(f.key, key, 0o600)
+	}
+	if a, err = issue(agentA); err != nil {
+		return nil, nil, err
+	}
+	b, err = issue(agentB)
+	return a, b, err
 }
