@@ -114,7 +114,7 @@ Metrics
 
 Documentation: README.md and docs/ (config.md, idempotency.md, records.md,
 resilience.md, envelope.md, problems.md, interception.md, gates.md, chaos.md,
-broadcast.md, context.md, compensation.md).
+broadcast.md, context.md, compensation.md, tls.md).
 `
 
 // run executes one baton command.
