@@ -65,46 +65,42 @@ func (w *rewrite) write(dst []byte, i int) []byte {
 		return append(dst, t.b[s.s:s.e]...)
 	}
 	n := 0
-	sep := func() {
+	// put writes child k: dropped, replaced, or as it was (asIs).
+	put := func(k int, asIs func()) {
+		text, op := w.ops[k]
+		if op && text == nil {
+			return
+		}
 		if n > 0 {
 			dst = append(dst, ',')
 		}
 		n++
+		if op {
+			dst = append(dst, text...)
+			return
+		}
+		asIs()
 	}
 	if t.isObject(i) {
 		dst = append(dst, '{')
 		for k, end := t.first(i); k < end; k = t.after(k + 1) {
-			text, op := w.ops[k]
-			switch {
-			case op && text == nil:
-			case op:
-				sep()
-				dst = append(dst, text...)
-			default:
-				sep()
+			put(k, func() {
 				ks := t.span(k)
 				dst = append(append(dst, t.b[ks.s:ks.e]...), ':')
 				dst = w.write(dst, k+1)
-			}
+			})
 		}
 		if add := w.adds[i]; len(add) > 0 {
-			sep()
+			if n > 0 {
+				dst = append(dst, ',')
+			}
 			dst = append(dst, add...)
 		}
 		return append(dst, '}')
 	}
 	dst = append(dst, '[')
 	for k, end := t.first(i); k < end; k = t.after(k) {
-		text, op := w.ops[k]
-		switch {
-		case op && text == nil:
-		case op:
-			sep()
-			dst = append(dst, text...)
-		default:
-			sep()
-			dst = w.write(dst, k)
-		}
+		put(k, func() { dst = w.write(dst, k) })
 	}
 	return append(dst, ']')
 }
