@@ -147,7 +147,20 @@ func ApplyFields(contentType string, body []byte, envelope, message FieldPolicy)
 	if w.empty() {
 		return body, nil
 	}
-	return w.bytes(), dropped
+	return w.bytes(), uniq(dropped) // a member named twice is dropped twice, said once
+}
+
+// uniq keeps the first of each string, in order.
+func uniq(ss []string) []string {
+	seen := make(map[string]bool, len(ss))
+	out := ss[:0]
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func applyPolicy(w *rewrite, t *tape, root int, prefix string, p FieldPolicy, protected []protect, dropped []string) []string {
@@ -237,6 +250,9 @@ func matches(t *tape, root int, ptr []string) []match {
 			if depth+1 == len(ptr) {
 				out = append(out, match{node: node, value: value, path: p})
 				return
+			}
+			if node != value && t.member(at, tok) != value {
+				return // a member named again later: only the last copy counts
 			}
 			walk(value, p)
 		})
