@@ -39,6 +39,12 @@ type Config struct {
 	ConfigMap string `json:"configMap,omitempty"`
 	// AgentConfigMaps maps an agent's name to its own ConfigMap.
 	AgentConfigMaps map[string]string `json:"agentConfigMaps,omitempty"`
+	// TLSSecret is the Secret with the certificate, key and trust bundle of
+	// mutual TLS (tls.crt, tls.key, ca.crt) that a pod mounts at TLSDir
+	// unless it names one with baton.dev/tls-secret; "{agent}" in it is
+	// replaced by the agent's name. Empty: only pods that name one mount
+	// one.
+	TLSSecret string `json:"tlsSecret,omitempty"`
 	// AdminTokenSecret is the Secret key whose value becomes
 	// BATON_ADMIN_TOKEN. The kubelet probes the admin listener on the pod's
 	// address, and Baton requires an admin token once the admin listener
@@ -86,6 +92,9 @@ const (
 	ConfigDir   = "/etc/baton"
 	ConfigFile  = ConfigDir + "/baton.yaml"
 	KeyDir      = "/var/run/secrets/baton"
+	// TLSDir is where the TLS Secret is mounted. It lies within KeyDir: the
+	// kubelet makes the mount point inside the identity Secret's volume.
+	TLSDir = KeyDir + "/tls"
 )
 
 // maxConfigBytes bounds the injector's configuration file.
@@ -189,6 +198,9 @@ func (c *Config) Validate() error {
 			bad("agentConfigMaps."+a, "must be a ConfigMap name, got %q", cm)
 		}
 	}
+	if c.TLSSecret != "" && !dnsName.MatchString(strings.ReplaceAll(c.TLSSecret, "{agent}", "a")) {
+		bad("tlsSecret", "must be a Secret name (\"{agent}\" is replaced by the agent's name), got %q", c.TLSSecret)
+	}
 	for field, s := range map[string]*SecretKey{"adminTokenSecret": c.AdminTokenSecret, "redisPasswordSecret": c.RedisPasswordSecret} {
 		if s == nil {
 			continue
@@ -231,4 +243,10 @@ func (c *Config) configMapFor(agent string) string {
 		return cm
 	}
 	return strings.ReplaceAll(c.ConfigMap, "{agent}", agent)
+}
+
+// tlsSecretFor returns the TLS Secret an agent mounts when its pod names
+// none: "" without TLSSecret.
+func (c *Config) tlsSecretFor(agent string) string {
+	return strings.ReplaceAll(c.TLSSecret, "{agent}", agent)
 }

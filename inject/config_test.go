@@ -15,6 +15,7 @@ initImage: ghcr.io/batonproxy/baton-init:0.1.0
 imagePullPolicy: IfNotPresent
 intercept: transparent
 agentConfigMaps: {analyst: baton-analyst}
+tlsSecret: baton-tls-{agent}
 adminTokenSecret: {name: baton-admin-token, key: token}
 resources:
   requests: {cpu: 50m, memory: 64Mi}
@@ -34,6 +35,9 @@ resources:
 	}
 	if got := c.configMapFor("planner"); got != "baton" {
 		t.Errorf("planner's ConfigMap %q", got)
+	}
+	if got := c.tlsSecretFor("planner"); got != "baton-tls-planner" {
+		t.Errorf("planner's TLS Secret %q", got)
 	}
 }
 
@@ -63,6 +67,7 @@ agentPort: 15001
 imagePullPolicy: Sometimes
 configMap: Not_A_Name
 agentConfigMaps: {Analyst: "x y"}
+tlsSecret: "TLS {agent}"
 redisPasswordSecret: {name: "", key: "a b"}
 env: [{name: BATON_AGENT, value: x}]
 `, []string{
@@ -74,6 +79,7 @@ env: [{name: BATON_AGENT, value: x}]
 			`configMap: must be a ConfigMap name`,
 			"agentConfigMaps.Analyst: the key must be an agent name",
 			`agentConfigMaps.Analyst: must be a ConfigMap name, got "x y"`,
+			`tlsSecret: must be a Secret name ("{agent}" is replaced by the agent's name), got "TLS {agent}"`,
 			`redisPasswordSecret.name: must be a Secret name, got ""`,
 			`redisPasswordSecret.key: must be a key of the Secret's data, got "a b"`,
 		}},

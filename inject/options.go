@@ -31,6 +31,10 @@ const (
 	// AnnotationKeySecret names the Secret holding the identity key (key
 	// "key"), mounted read-only at KeyDir.
 	AnnotationKeySecret = "baton.dev/key-secret"
+	// AnnotationTLSSecret names the Secret holding the certificate, key and
+	// trust bundle of mutual TLS (keys tls.crt, tls.key and ca.crt, as
+	// cert-manager writes them), mounted read-only at TLSDir.
+	AnnotationTLSSecret = "baton.dev/tls-secret"
 	// AnnotationNoProxy adds comma-separated entries to NO_PROXY in proxy
 	// mode.
 	AnnotationNoProxy = "baton.dev/no-proxy"
@@ -63,6 +67,7 @@ type Options struct {
 	Intercept            string
 	ConfigMap            string
 	KeySecret            string
+	TLSSecret            string
 	NoProxy              []string
 	ExcludeOutboundPorts string
 	ExcludeInboundPorts  string
@@ -157,6 +162,21 @@ func (c *Config) options(meta *metav1.ObjectMeta, fallbackName string) (Options,
 			bad(AnnotationKeySecret, "must be a Secret name")
 		} else {
 			o.KeySecret = v
+		}
+	}
+	if v, ok := a[AnnotationTLSSecret]; ok {
+		if !dnsName.MatchString(v) {
+			bad(AnnotationTLSSecret, "must be a Secret name (the one with tls.crt, tls.key and ca.crt)")
+		} else {
+			o.TLSSecret = v
+		}
+	} else if s := c.tlsSecretFor(o.Agent); s != "" {
+		// The configuration's default, for this agent ("{agent}" replaced).
+		if !dnsName.MatchString(s) {
+			errs = append(errs, &AnnotationError{AnnotationTLSSecret, s,
+				"is unset and the configuration's tlsSecret for this agent is not a Secret name: set it"})
+		} else {
+			o.TLSSecret = s
 		}
 	}
 	if v := a[AnnotationNoProxy]; v != "" {

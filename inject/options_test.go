@@ -65,6 +65,7 @@ func TestOptionsReportEveryBadAnnotation(t *testing.T) {
 		AnnotationIntercept:            "sideways",
 		AnnotationConfigMap:            "Bad Name",
 		AnnotationKeySecret:            "-",
+		AnnotationTLSSecret:            "Baton_TLS",
 		AnnotationNoProxy:              "a,,b",
 		AnnotationExcludeOutboundPorts: "22,http",
 		AnnotationExcludeInboundPorts:  "70000",
@@ -73,10 +74,54 @@ func TestOptionsReportEveryBadAnnotation(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, a := range []string{AnnotationAgentPort, AnnotationIntercept, AnnotationConfigMap, AnnotationKeySecret, AnnotationNoProxy,
+	for _, a := range []string{AnnotationAgentPort, AnnotationIntercept, AnnotationConfigMap, AnnotationKeySecret, AnnotationTLSSecret, AnnotationNoProxy,
 		AnnotationExcludeOutboundPorts, AnnotationExcludeInboundPorts, AnnotationExcludeOutboundCIDRs} {
 		if !strings.Contains(err.Error(), "annotation "+a+":") {
 			t.Errorf("%v\ndoes not name %s", err, a)
 		}
+	}
+}
+
+func TestTLSSecret(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		tlsSecret   string // the configuration's default
+		agent       string
+		annotations map[string]string
+		want        string
+		err         string // what the refusal says, when refused
+	}{
+		{"none", "", "analyst", nil, "", ""},
+		{"annotation", "", "analyst", map[string]string{AnnotationTLSSecret: "analyst-mtls"}, "analyst-mtls", ""},
+		{"the configuration's, per agent", "baton-tls-{agent}", "analyst", nil, "baton-tls-analyst", ""},
+		{"the configuration's, shared", "baton-tls", "analyst", nil, "baton-tls", ""},
+		{"the annotation over the configuration's", "baton-tls-{agent}", "analyst", map[string]string{AnnotationTLSSecret: "analyst-mtls"}, "analyst-mtls", ""},
+		{"not a Secret name", "", "analyst", map[string]string{AnnotationTLSSecret: "Analyst TLS"},
+			"", `annotation baton.dev/tls-secret: must be a Secret name (the one with tls.crt, tls.key and ca.crt), got "Analyst TLS"`},
+		{"empty", "", "analyst", map[string]string{AnnotationTLSSecret: ""},
+			"", `annotation baton.dev/tls-secret: must be a Secret name`},
+		{"the configuration's makes no Secret name for this agent", "baton-tls-{agent}", "data_prep", nil,
+			"", `annotation baton.dev/tls-secret: is unset and the configuration's tlsSecret for this agent is not a Secret name: set it, got "baton-tls-data_prep"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := testConfig()
+			c.TLSSecret = tc.tlsSecret
+			a := map[string]string{AnnotationAgent: tc.agent}
+			for k, v := range tc.annotations {
+				a[k] = v
+			}
+			o, err := c.options(&metav1.ObjectMeta{Annotations: a}, "")
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("error %v, want one saying %s", err, tc.err)
+			}
+			if o.TLSSecret != tc.want {
+				t.Errorf("TLS Secret %q, want %q", o.TLSSecret, tc.want)
+			}
+		})
 	}
 }

@@ -31,6 +31,7 @@ func New(cfg *Config) (*Injector, error) {
 const (
 	configVolume = "baton-config"
 	keyVolume    = "baton-identity"
+	tlsVolume    = "baton-tls"
 	// runVolume is the init container's writable /run, where iptables
 	// takes its lock, on a read-only root file system.
 	runVolume = "baton-init-run"
@@ -71,7 +72,7 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 		return o, errors.New("the pod uses hostNetwork: Baton's listeners and redirects would be the node's")
 	}
 	for _, v := range spec.Volumes {
-		if v.Name == configVolume || v.Name == keyVolume || v.Name == runVolume {
+		if v.Name == configVolume || v.Name == keyVolume || v.Name == tlsVolume || v.Name == runVolume {
 			return o, fmt.Errorf("the pod already has a volume named %s, which Baton's sidecar needs", v.Name)
 		}
 	}
@@ -90,6 +91,12 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 		spec.Volumes = append(spec.Volumes, corev1.Volume{
 			Name:         keyVolume,
 			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: o.KeySecret}},
+		})
+	}
+	if o.TLSSecret != "" {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{
+			Name:         tlsVolume,
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: o.TLSSecret}},
 		})
 	}
 	if o.Intercept == ModeTransparent {
@@ -156,6 +163,11 @@ func (in *Injector) sidecar(o Options) corev1.Container {
 	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: ConfigDir, ReadOnly: true}}
 	if o.KeySecret != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: keyVolume, MountPath: KeyDir, ReadOnly: true})
+	}
+	if o.TLSSecret != "" {
+		// Read-only, and updated in place by the kubelet when the Secret
+		// changes (a renewal): Baton reloads the files.
+		mounts = append(mounts, corev1.VolumeMount{Name: tlsVolume, MountPath: TLSDir, ReadOnly: true})
 	}
 	probe := func(path string, period, failures int32) *corev1.Probe {
 		return &corev1.Probe{

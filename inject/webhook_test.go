@@ -341,6 +341,69 @@ func TestWebhookInjectsTransparentMode(t *testing.T) {
 	}
 }
 
+func TestWebhookMountsTLSSecret(t *testing.T) {
+	t.Parallel()
+	s := startWebhook(t, testConfig())
+	req, resp := s.review(t, PathMutate, "tls.json")
+	pod, ops := patched(t, req, resp)
+	for _, o := range ops {
+		if o.Op != "add" {
+			t.Errorf("op %s %s, want only adds", o.Op, o.Path)
+		}
+	}
+	checkSidecar(t, &pod.Spec.InitContainers[0], "analyst", "http://127.0.0.1:8080")
+	if v := volume(pod, "baton-tls"); v == nil || v.Secret == nil || v.Secret.SecretName != "baton-tls-analyst" {
+		t.Errorf("TLS volume %+v, want Secret baton-tls-analyst", v)
+	}
+	if v := volume(pod, "baton-identity"); v == nil || v.Secret == nil || v.Secret.SecretName != "analyst-key" {
+		t.Errorf("identity volume %+v", v)
+	}
+	// The TLS Secret lies within the identity key's directory, both
+	// read-only, in the sidecar only.
+	want := []corev1.VolumeMount{
+		{Name: "baton-config", MountPath: "/etc/baton", ReadOnly: true},
+		{Name: "baton-identity", MountPath: "/var/run/secrets/baton", ReadOnly: true},
+		{Name: "baton-tls", MountPath: "/var/run/secrets/baton/tls", ReadOnly: true},
+	}
+	same := func(a, b corev1.VolumeMount) bool {
+		return a.Name == b.Name && a.MountPath == b.MountPath && a.ReadOnly == b.ReadOnly && a.SubPath == b.SubPath
+	}
+	if got := pod.Spec.InitContainers[0].VolumeMounts; !slices.EqualFunc(got, want, same) {
+		t.Errorf("sidecar mounts %+v, want %+v", got, want)
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.Name == "baton-tls" {
+				t.Errorf("container %s mounts the TLS Secret", c.Name)
+			}
+		}
+	}
+}
+
+func TestWebhookTLSSecretFromConfig(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.TLSSecret = "baton-tls-{agent}"
+	s := startWebhook(t, cfg)
+	for _, tc := range []struct{ file, want string }{
+		{"proxy.json", "baton-tls-analyst"}, // the configuration's, for the pod's agent
+		{"tls.json", "baton-tls-analyst"},   // the pod's own annotation
+	} {
+		req, resp := s.review(t, PathMutate, tc.file)
+		pod, _ := patched(t, req, resp)
+		if v := volume(pod, "baton-tls"); v == nil || v.Secret == nil || v.Secret.SecretName != tc.want {
+			t.Errorf("%s: TLS volume %+v, want Secret %s", tc.file, v, tc.want)
+		}
+	}
+	// Without the configuration's default, a pod that names no Secret
+	// mounts none.
+	s = startWebhook(t, testConfig())
+	req, resp := s.review(t, PathMutate, "proxy.json")
+	if pod, _ := patched(t, req, resp); volume(pod, "baton-tls") != nil {
+		t.Error("a TLS volume without the annotation or the configuration's tlsSecret")
+	}
+}
+
 func TestWebhookLeavesPodsAlone(t *testing.T) {
 	t.Parallel()
 	s := startWebhook(t, testConfig())
@@ -423,7 +486,8 @@ func TestWebhookDeniesBadAnnotations(t *testing.T) {
 	if resp.Allowed || resp.Patch != nil || resp.Result == nil || resp.Result.Code != http.StatusBadRequest {
 		t.Fatalf("response %+v, want denied with 400", resp)
 	}
-	for _, want := range []string{"baton.dev/intercept", `"sideways"`, "baton.dev/agent-port", `"15001"`} {
+	for _, want := range []string{"baton.dev/intercept", `"sideways"`, "baton.dev/agent-port", `"15001"`,
+		"baton.dev/tls-secret", `"Analyst_TLS"`} {
 		if !strings.Contains(resp.Result.Message, want) {
 			t.Errorf("message %q does not name %s", resp.Result.Message, want)
 		}

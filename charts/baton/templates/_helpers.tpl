@@ -50,10 +50,36 @@ app.kubernetes.io/component: injector
 {{- end -}}
 {{- end -}}
 
+{{/* Where an injected sidecar finds the TLS Secret's files (inject.TLSDir). */}}
+{{- define "baton.tlsDir" -}}
+/var/run/secrets/baton/tls
+{{- end -}}
+
+{{/* The TLS Secret an injected pod mounts, "{agent}" standing for the agent's name. */}}
+{{- define "baton.tlsSecret" -}}
+{{- .Values.tls.secretName | default "baton-tls-{agent}" -}}
+{{- end -}}
+
+{{/*
+A peer's URL under mutual TLS: http:// becomes https://, a URL without a
+scheme gets https://, any other is kept. Call with the URL.
+*/}}
+{{- define "baton.httpsURL" -}}
+{{- if regexMatch "^(?i)http://" . -}}
+{{- regexReplaceAll "^(?i)http://" . "https://" -}}
+{{- else if not (contains "://" .) -}}
+{{- printf "https://%s" . -}}
+{{- else -}}
+{{- . -}}
+{{- end -}}
+{{- end -}}
+
 {{/*
 baton.yaml for one agent: the configuration with the chart's own keys
 (the Redis password and its Secret) taken out, keys with no value left out,
-and intercept.mode following the injector's default mode unless set.
+intercept.mode following the injector's default mode unless set, and with
+tls.enabled the tls block (config.tls's keys kept over the chart's) and every
+peer's URL https (baton.httpsURL).
 Call with (dict "config" $cfg "root" $).
 */}}
 {{- define "baton.batonYAML" -}}
@@ -64,6 +90,18 @@ Call with (dict "config" $cfg "root" $).
 {{- end -}}
 {{- if and (eq .root.Values.injector.intercept "transparent") (not (dig "intercept" "mode" "" $c)) -}}
 {{- $_ := set $c "intercept" (merge (dict "mode" "transparent") ($c.intercept | default dict)) -}}
+{{- end -}}
+{{- with .root.Values.tls -}}
+{{- if .enabled -}}
+{{- $dir := include "baton.tlsDir" $.root -}}
+{{- $tls := dict "cert_file" (printf "%s/tls.crt" $dir) "key_file" (printf "%s/tls.key" $dir) "ca_file" (printf "%s/ca.crt" $dir) "trust_domain" .trustDomain -}}
+{{- $_ := set $c "tls" (merge ($c.tls | default dict) $tls) -}}
+{{- range $name, $peer := $c.peers -}}
+{{- if and (kindIs "map" $peer) (kindIs "string" $peer.url) -}}
+{{- $_ := set $peer "url" (include "baton.httpsURL" $peer.url) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $out := dict -}}
 {{- range $k, $v := $c -}}

@@ -282,7 +282,7 @@ func renderErr(c *chart.Chart, rv chartutil.Values) (map[string]string, error) {
 
 func TestLint(t *testing.T) {
 	t.Parallel()
-	for name, vals := range map[string]map[string]any{"defaults": nil, "transparent": transparentValues()} {
+	for name, vals := range map[string]map[string]any{"defaults": nil, "transparent": transparentValues(), "tls": tlsValues(true)} {
 		l := lint.All(chartDir, vals, releaseNS, false)
 		for _, m := range l.Messages {
 			if m.Severity >= support.WarningSev {
@@ -546,7 +546,9 @@ spec:
 
 // checkInjectorConfig loads the injector's configuration as the injector
 // does, injects sample agents with it, and checks that every ConfigMap and
-// Secret an injected pod refers to is rendered in each of namespaces.
+// Secret an injected pod refers to is rendered in each of namespaces (a TLS
+// Secret: written by a rendered Certificate, or one's own when the chart
+// renders none).
 func checkInjectorConfig(t *testing.T, r *rendered, namespaces []string) *inject.Config {
 	t.Helper()
 	cfg := injectorConfig(t, r)
@@ -574,6 +576,17 @@ func checkInjectorConfig(t *testing.T, r *rendered, namespaces []string) *inject
 						t.Errorf("%s in %s mounts ConfigMap %s, which the chart does not render there", d.Name, ns, v.ConfigMap.Name)
 					} else if _, ok := cm.(*corev1.ConfigMap).Data["baton.yaml"]; !ok {
 						t.Errorf("ConfigMap %s has no baton.yaml", v.ConfigMap.Name)
+					}
+				}
+				if v.Secret != nil {
+					name := v.Secret.SecretName
+					_, rendered := find(r, "Secret", name, ns)
+					switch {
+					case rendered || certificateWriting(r, name, ns) != nil:
+					case v.Name == "baton-tls" && len(tlsCertificates(r)) == 0:
+						// a TLS Secret of one's own
+					default:
+						t.Errorf("%s in %s mounts Secret %s, which the chart neither renders nor has a Certificate write there", d.Name, ns, name)
 					}
 				}
 			}

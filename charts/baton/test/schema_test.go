@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"time"
@@ -26,6 +27,7 @@ type certificate struct {
 		SecretName  string   `json:"secretName"`
 		CommonName  string   `json:"commonName"`
 		DNSNames    []string `json:"dnsNames"`
+		URIs        []string `json:"uris"`
 		Duration    string   `json:"duration"`
 		RenewBefore string   `json:"renewBefore"`
 		PrivateKey  struct {
@@ -46,8 +48,16 @@ type issuerRef struct {
 
 func (c *certificate) validate() error {
 	s := c.Spec
-	if s.SecretName == "" || len(s.DNSNames) == 0 || s.IssuerRef.Name == "" {
-		return fmt.Errorf("certificate %s: secretName, dnsNames and issuerRef.name are required", c.Metadata.Name)
+	if s.SecretName == "" || s.IssuerRef.Name == "" {
+		return fmt.Errorf("certificate %s: secretName and issuerRef.name are required", c.Metadata.Name)
+	}
+	if s.CommonName == "" && len(s.DNSNames) == 0 && len(s.URIs) == 0 {
+		return fmt.Errorf("certificate %s: one of commonName, dnsNames or uris is required", c.Metadata.Name)
+	}
+	for _, u := range s.URIs {
+		if p, err := url.Parse(u); err != nil || p.Scheme == "" {
+			return fmt.Errorf("certificate %s: uri %q is not a URI", c.Metadata.Name, u)
+		}
 	}
 	d, err := time.ParseDuration(s.Duration)
 	if err != nil {
