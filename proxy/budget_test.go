@@ -187,3 +187,57 @@ func decodeBody(t *testing.T, resp *http.Response, v any) {
 		t.Fatalf("answer %d: %v: %s", resp.StatusCode, err, b)
 	}
 }
+
+// TestBudgetA2AMessage shapes an A2A SendMessage: the message's field
+// policy drops a debug part and a metadata member, and the envelope in its
+// metadata is trimmed to the budget; the pointers the agent is told of are
+// the request body's.
+func TestBudgetA2AMessage(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t) // the artifact trimmed by reference is read by lean's Baton
+	lean := &headerAgent{}
+	leanB := startBatonWith(t, "agent: lean\nupstream: "+serve(t, lean)+"\n", store(), nil)
+	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"lean": leanB.IngressAddr()})+`edges:
+  - to: lean
+    context:
+      budget: {max_tokens: 600, model: gpt-4o, over: trim}
+      fields: {message: {drop: [/parts/1, /metadata/debug]}}
+`, store(), nil)
+	var env map[string]any
+	_ = json.Unmarshal(budgetEnvelope("Summarise the incident."), &env)
+	msg := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": map[string]any{"message": map[string]any{
+		"role": "user", "messageId": "m-1", "kind": "message",
+		"parts":    []any{map[string]any{"kind": "text", "text": "see the envelope"}, map[string]any{"kind": "text", "text": wordy(400)}},
+		"metadata": map[string]any{"debug": wordy(100), "baton.handoff": env},
+	}}}
+	body, _ := json.Marshal(msg)
+	resp := send(t, aB.EgressAddr(), "lean", http.MethodPost, "/a2a", string(body), http.Header{"Content-Type": {"application/json"}})
+	if answer, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || len(lean.bodies) != 1 {
+		t.Fatalf("%d %s", resp.StatusCode, answer)
+	}
+	var got struct {
+		Params struct {
+			Message struct {
+				Parts    []map[string]any `json:"parts"`
+				Metadata struct {
+					Debug   any              `json:"debug"`
+					Handoff handoff.Envelope `json:"baton.handoff"`
+				} `json:"metadata"`
+			} `json:"message"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(lean.bodies[0], &got); err != nil {
+		t.Fatal(err)
+	}
+	m := got.Params.Message
+	omitted := m.Metadata.Handoff.Omitted
+	if len(m.Parts) != 1 || m.Metadata.Debug != nil || m.Metadata.Handoff.Task.Intent != "Summarise the incident." ||
+		!slices.Contains(omitted, "/params/message/parts/1") || !slices.Contains(omitted, "/params/message/metadata/debug") ||
+		!slices.Contains(omitted, handoff.A2APointer+"/rejected_paths/0/why") {
+		t.Fatalf("lean got parts %d, debug %v, omitted %q", len(m.Parts), m.Metadata.Debug, omitted)
+	}
+	o200k, _ := tokens.For("gpt-4o", "")
+	if n := o200k.Count(lean.bodies[0]); n > 600+250 {
+		t.Fatalf("lean got %d tokens", n)
+	}
+}

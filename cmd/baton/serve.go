@@ -46,6 +46,10 @@ func validate(args []string, stdout io.Writer, env func(string) string) error {
 		return err
 	}
 	for i, e := range c.Edges {
+		x := e.Context
+		if x != nil && c.Store.Redis == nil && e.To != "" && (x.ByReference != nil || x.Budget != nil && x.Budget.Over == config.BudgetTrim) {
+			fmt.Fprintf(stdout, "%s: note: edges[%d].context: content passed by reference is read from the store, and the memory store is this process's only: the peer's Baton must share it (store.redis)\n", path, i)
+		}
 		if b := e.Context; b != nil && b.Budget != nil {
 			if ctr, err := tokens.For(b.Budget.Model, b.Budget.Tokenizer); err == nil && ctr.Note != "" {
 				fmt.Fprintf(stdout, "%s: note: edges[%d].context.budget: %s\n", path, i, ctr.Note)
