@@ -267,3 +267,34 @@ func tlsScrape(t *testing.T) scrape {
 	})
 	return s
 }
+
+// TestMutualTLSClientCertRequest: with client_cert: request, a TLS client
+// without a certificate is served (its handoff carries no TLS identity),
+// and one with a certificate of another CA is still refused.
+func TestMutualTLSClientCertRequest(t *testing.T) {
+	t.Parallel()
+	w := newTLSWorld(t)
+	block := strings.Replace(w.good(t, "b"), "reload: 1s}", "reload: 1s, client_cert: request}", 1)
+	bB, b := w.receiver(t, "b", block)
+	roots := x509.NewCertPool()
+	roots.AddCert(w.ca.Cert)
+	anon := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, InsecureSkipVerify: true}}}
+	resp, err := anon.Post("https://"+bB.IngressAddr()+"/tasks", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(b.bodies) != 1 {
+		t.Fatalf("a client without a certificate: %d, delivered %d; want 200", resp.StatusCode, len(b.bodies))
+	}
+	cert, key, _ := w.other.Issue("x", w.now.Add(-time.Minute), w.now.Add(time.Hour))
+	pair, _ := tls.X509KeyPair(cert, key)
+	foreign := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{pair}, InsecureSkipVerify: true}}}
+	if resp, err := foreign.Post("https://"+bB.IngressAddr()+"/tasks", "application/json", strings.NewReader(`{}`)); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a certificate of another CA was served: %d", resp.StatusCode)
+	}
+	if len(b.bodies) != 1 {
+		t.Fatal("the foreign client's handoff was delivered")
+	}
+}
