@@ -151,7 +151,7 @@ func byReference(w http.ResponseWriter, r *http.Request, in *Info, refs *Context
 			return body, n, true
 		}
 		d := handoff.Digest(data)
-		if !refs.put(w, r, in, d, ContextMeta{Text: text, MediaType: big.MediaType, Trust: big.Trust, Source: big.Source}, data) {
+		if !refs.put(w, r, in, d, metaOf(in, arts, big, text), data) {
 			return nil, 0, false
 		}
 		arts.ByReference(big, d, int64(len(data)), in.TraceID)

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonproxy/baton/handoff"
@@ -26,9 +29,11 @@ import (
 // budget (the envelope's omitted list names it); content whose digest does
 // not match is refused either way.
 //
-// It sits before Contract on both sides, after Verify at ingress (the
-// signature covers the bytes that travelled), and before the untrusted
-// content middleware, which sees the content inline.
+// At egress it sits after the untrusted-content middleware, which scans the
+// content while it is inline (its labels go with the stored content), and
+// before Contract; at ingress after Verify (the signature covers the bytes
+// that travelled) and before the untrusted-content middleware, which sees
+// the content inline.
 
 // ContextOptions configure ContextRefs.
 type ContextOptions struct {
@@ -40,6 +45,9 @@ type ContextOptions struct {
 	// ByReference reports whether the inbound edge leaves references for
 	// the agent to read (deliver: reference) instead of inlining them.
 	ByReference func(in *Info) bool
+	// OnTrace reports whether this Baton's agent is on a trace (it received
+	// a handoff of it): only such an agent passes the trace's references on.
+	OnTrace func(ctx context.Context, traceID string) (bool, error)
 	// Observe counts content stored, reused, inlined, left as references
 	// and refused, with its bytes.
 	Observe func(ctx context.Context, op string, bytes int64)
@@ -61,8 +69,8 @@ func NewContextRefs(o ContextOptions) *ContextRefs {
 // hash tag per trace, as its records have.
 func ContextKey(traceID, d string) string { return "{" + traceID + "}:ctx:" + d }
 
-// ContextMeta is stored with referenced content: what the lazy read answers
-// with besides the bytes.
+// ContextMeta is what the lazy read answers with besides the bytes: stored
+// with the content (Text, MediaType), and beside it (Trust, Source).
 type ContextMeta struct {
 	Text      bool   `json:"text"` // the content was a JSON string: the bytes are its text
 	MediaType string `json:"media_type,omitempty"`
@@ -118,9 +126,14 @@ func (c *ContextRefs) Egress(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // no envelope: nothing to pass by reference
 			return
 		}
+		checked := false
 		for i := range arts.Items {
 			it := &arts.Items[i]
 			if d, ok := handoff.ParseContextRef(it.Ref); ok && it.Content == nil {
+				if !checked && !c.mayPassOn(w, r, in) {
+					return
+				}
+				checked = true
 				if !c.present(w, r, in, it, d) {
 					return
 				}
@@ -138,8 +151,7 @@ func (c *ContextRefs) Egress(next http.Handler) http.Handler {
 				c.mismatch(w, r, in, it, it.Digest, d, "its content")
 				return
 			}
-			meta := ContextMeta{Text: text, MediaType: it.MediaType, Trust: it.Trust, Source: it.Source}
-			if !c.put(w, r, in, d, meta, data) {
+			if !c.put(w, r, in, d, metaOf(in, arts, it, text), data) {
 				return
 			}
 			arts.ByReference(it, d, int64(len(data)), in.TraceID)
@@ -151,33 +163,78 @@ func (c *ContextRefs) Egress(next http.Handler) http.Handler {
 	})
 }
 
-// put stores data under the trace unless it is there already (one write per
-// trace, however many hops pass it on). Taint is sticky: untrusted content
-// stored first as trusted is stored again with its label.
-func (c *ContextRefs) put(w http.ResponseWriter, r *http.Request, in *Info, d string, meta ContextMeta, data []byte) bool {
-	ctx, key := r.Context(), ContextKey(in.TraceID, d)
-	there, err := c.o.Store.Touch(ctx, key, c.o.TTL)
-	if err == nil && there && meta.Trust == "untrusted" {
-		var v []byte
-		if v, err = c.o.Store.Get(ctx, key); err == nil {
-			if old, _, derr := DecodeContext(v); derr == nil && old.Trust != "untrusted" {
-				there = false
+// metaOf is what is stored with an artifact's content: its media type and
+// its label, untrusted when the agent marked it so or this Baton's scan
+// found copied untrusted text in it (in.Labels, which the untrusted-content
+// middleware set before).
+func metaOf(in *Info, arts *handoff.Artifacts, it *handoff.ArtifactAt, text bool) ContextMeta {
+	m := ContextMeta{Text: text, MediaType: it.MediaType, Trust: it.Trust, Source: it.Source}
+	if in.Labels == nil {
+		return m
+	}
+	ptr := "/artifacts/" + strconv.Itoa(it.Index) + "/content"
+	if arts.Where == handoff.A2A {
+		ptr = handoff.A2APointer + ptr
+	}
+	for _, s := range in.Labels.Spans {
+		if s.Pointer == ptr || s.Pointer == "" || strings.HasPrefix(ptr, s.Pointer+"/") || strings.HasPrefix(s.Pointer, ptr+"/") {
+			m.Trust = "untrusted"
+			if m.Source == "" && len(s.Sources) > 0 {
+				m.Source = s.Sources[0]
 			}
 		}
 	}
-	switch {
-	case err != nil && !errors.Is(err, state.ErrNotFound):
+	return m
+}
+
+// put stores data under the trace unless it is there already (one write
+// per trace, however many hops pass it on). Labels are kept beside it, not
+// in it: content marked untrusted by any hop is read as untrusted (taint
+// is sticky) without the content being written again.
+func (c *ContextRefs) put(w http.ResponseWriter, r *http.Request, in *Info, d string, meta ContextMeta, data []byte) bool {
+	ctx, key := r.Context(), ContextKey(in.TraceID, d)
+	there, err := c.o.Store.Touch(ctx, key, c.o.TTL)
+	if err == nil && !there {
+		blob := EncodeContext(ContextMeta{Text: meta.Text, MediaType: meta.MediaType}, data)
+		if err = c.o.Store.Set(ctx, key, blob, c.o.TTL); err == nil {
+			c.o.Observe(ctx, "stored", int64(len(data)))
+		}
+	} else if err == nil {
+		c.o.Observe(ctx, "reused", int64(len(data)))
+	}
+	if err == nil && meta.Trust == "untrusted" {
+		err = c.o.Store.Set(ctx, contextLabelKey(in.TraceID, d), []byte(meta.Source), c.o.TTL)
+	}
+	if err != nil {
 		c.storeDown(w, r, in, err)
 		return false
-	case there:
-		c.o.Observe(ctx, "reused", int64(len(data)))
+	}
+	return true
+}
+
+// contextLabelKey holds the source of content of digest d that some hop
+// passed as untrusted.
+func contextLabelKey(traceID, d string) string { return "{" + traceID + "}:ctxlabel:" + d }
+
+// mayPassOn refuses an outbound handoff that passes a trace's references on
+// when the agent is not on the trace: choosing a handoff's trace must not
+// let an agent have another trace's content delivered.
+func (c *ContextRefs) mayPassOn(w http.ResponseWriter, r *http.Request, in *Info) bool {
+	if c.o.OnTrace == nil {
 		return true
 	}
-	if err := c.o.Store.Set(ctx, key, EncodeContext(meta, data), c.o.TTL); err != nil {
+	on, err := c.o.OnTrace(r.Context(), in.TraceID)
+	if err != nil {
 		c.storeDown(w, r, in, err)
 		return false
 	}
-	c.o.Observe(ctx, "stored", int64(len(data)))
+	if !on {
+		c.o.Observe(r.Context(), "refused", 0)
+		sniffRPC(in, r, in.Body)
+		refuse(w, r, problem.New(r, problem.NotOnTrace, "the handoff passes on references to content of trace "+in.TraceID+
+			", and agent "+in.Agent+" has received no handoff in it").With("trace_id", in.TraceID))
+		return false
+	}
 	return true
 }
 
@@ -212,7 +269,7 @@ func (c *ContextRefs) Ingress(next http.Handler) http.Handler {
 		if !Buffer(w, r, in) {
 			return
 		}
-		if !bytes.Contains(in.Body, []byte(`"digest"`)) {
+		if !bytes.Contains(in.Body, []byte(`"digest"`)) && !bytes.Contains(in.Body, []byte(handoff.ContextPath)) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -222,6 +279,17 @@ func (c *ContextRefs) Ingress(next http.Handler) http.Handler {
 			return
 		}
 		lazy := c.o.ByReference(in)
+		// The sending Baton names what it trimmed by reference in
+		// Baton-Omitted (an agent cannot set it); an omitted note in the
+		// envelope alone keeps nothing a reference.
+		trimmed := map[string]bool{}
+		for _, p := range omittedHeader(r.Header.Get(HeaderOmitted)) {
+			trimmed[p] = true
+		}
+		prefix := ""
+		if arts.Where == handoff.A2A {
+			prefix = handoff.A2APointer
+		}
 		for i := range arts.Items {
 			it := &arts.Items[i]
 			d, isRef := handoff.ParseContextRef(it.Ref)
@@ -231,7 +299,7 @@ func (c *ContextRefs) Ingress(next http.Handler) http.Handler {
 					c.mismatch(w, r, in, it, it.Digest, d, "its ref")
 					return
 				}
-				if lazy || it.Omitted {
+				if lazy || it.Omitted && trimmed[prefix+"/artifacts/"+strconv.Itoa(it.Index)+"/content"] {
 					if !c.present(w, r, in, it, d) {
 						return
 					}
@@ -257,6 +325,24 @@ func (c *ContextRefs) Ingress(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// omittedHeader reads Baton-Omitted's list of strings (sfStrings writes
+// it), undoing its %XX escapes.
+func omittedHeader(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if len(item) < 2 || item[0] != '"' || item[len(item)-1] != '"' {
+			continue
+		}
+		item = strings.ReplaceAll(strings.ReplaceAll(item[1:len(item)-1], `\\`, `\`), `\"`, `"`)
+		if u, err := url.PathUnescape(item); err == nil {
+			item = u
+		}
+		out = append(out, item)
+	}
+	return out
 }
 
 // inline puts the content of a ref back in the artifact, checking that the
@@ -292,6 +378,13 @@ func (c *ContextRefs) Read(ctx context.Context, traceID, d string) (ContextMeta,
 	meta, data, err := DecodeContext(v)
 	if err != nil || handoff.Digest(data) != d {
 		return meta, data, fmt.Errorf("context %s: %w", d, errDigest)
+	}
+	meta.Trust, meta.Source = "", ""
+	switch src, err := c.o.Store.Get(ctx, contextLabelKey(traceID, d)); {
+	case err == nil:
+		meta.Trust, meta.Source = "untrusted", string(src)
+	case !errors.Is(err, state.ErrNotFound):
+		return meta, nil, err
 	}
 	return meta, data, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff"
+	"github.com/batonproxy/baton/handoff/record"
 	tokencount "github.com/batonproxy/baton/handoff/tokens"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
@@ -74,7 +75,7 @@ func (m *contextMetrics) observe(ctx context.Context, op string, n int64) {
 }
 
 // newContextRefs builds the middlewares for c's edges.
-func newContextRefs(c *config.Config, store state.Store, m *contextMetrics, o Options) *middleware.ContextRefs {
+func newContextRefs(c *config.Config, store state.Store, m *contextMetrics, o Options, onTrace func(context.Context, string) (bool, error)) *middleware.ContextRefs {
 	return middleware.NewContextRefs(middleware.ContextOptions{
 		Store: store, TTL: c.Records.Retention.D(), Log: o.Logger, Observe: m.observe,
 		MinBytes: func(in *middleware.Info) int {
@@ -84,6 +85,7 @@ func newContextRefs(c *config.Config, store state.Store, m *contextMetrics, o Op
 			return 0
 		},
 		ByReference: func(in *middleware.Info) bool { return c.Deliver(in.From) == config.DeliverReference },
+		OnTrace:     onTrace,
 	})
 }
 
@@ -117,7 +119,7 @@ func (s *Server) agentContext(w http.ResponseWriter, r *http.Request) {
 	}
 	if !on {
 		s.ctxm.observe(ctx, "refused", 0)
-		problem.New(r, problem.NotOnTrace, fmt.Sprintf("agent %s has sent or received no handoff in trace %s: only agents on a trace may read its content", s.cfg.Agent, traceID)).
+		problem.New(r, problem.NotOnTrace, fmt.Sprintf("agent %s has received no handoff in trace %s: only agents on a trace may read its content", s.cfg.Agent, traceID)).
 			With("trace_id", traceID).Write(w)
 		return
 	}
@@ -160,7 +162,9 @@ func (s *Server) agentContext(w http.ResponseWriter, r *http.Request) {
 }
 
 // onTrace reports whether this Baton's agent is on the trace: handling a
-// handoff of it now, or named by one of its records as sender or receiver.
+// handoff of it now, or the receiver of one of its handoffs (a receipt).
+// Only inbound handoffs count: an agent chooses the trace of what it sends,
+// and sending in a trace must not let it read the trace's content.
 func (s *Server) onTrace(ctx context.Context, traceID string) (bool, error) {
 	if len(s.hs.OfTrace(traceID, nil)) > 0 {
 		return true, nil
@@ -173,7 +177,7 @@ func (s *Server) onTrace(ctx context.Context, traceID string) (bool, error) {
 		return false, err
 	}
 	for _, rec := range tr.Records {
-		if rec.From == s.cfg.Agent || rec.To == s.cfg.Agent {
+		if rec.Side == record.Ingress && rec.To == s.cfg.Agent && rec.State == record.Delivered {
 			return true, nil
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,9 +20,11 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/batonproxy/baton/handoff"
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/trust"
 )
 
 // withMetrics serves a Baton's metrics on its admin listener.
@@ -174,7 +177,7 @@ func TestContextByReferenceThreeHops(t *testing.T) {
 	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\nlimits: {max_body_bytes: 40000000}\n"+
 		peerYAML(map[string]string{"b": bB.IngressAddr()})+"edges: [{to: b, context: {by_reference: true}}]\n", store(), withMetrics(t))
 	e := &relayAgent{}
-	eB := relayNode(t, "e", e, "", store())
+	eB := relayNode(t, "e", e, peerYAML(map[string]string{"b": bB.IngressAddr()}), store())
 
 	body, content := bigEnvelope(t, 20<<20, "untrusted", "https://metrics.example.com/export")
 	resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/handoff", string(body),
@@ -231,7 +234,13 @@ func TestContextByReferenceThreeHops(t *testing.T) {
 	}
 
 	// e is on no handoff of the trace: its Baton refuses it the content,
-	// whether it names the trace in the query or in traceparent.
+	// whether it names the trace in the query or in traceparent, and even
+	// after e sends a handoff in the trace itself (b refuses it; what an
+	// agent sends does not put it on a trace).
+	send(t, eB.EgressAddr(), "b", http.MethodPost, "/handoff", `{}`, http.Header{"Content-Type": {"application/json"}, "Traceparent": {tp}})
+	waitTrace(t, eB.AdminAddr(), tp[3:35], func(v proxy.TraceView) bool {
+		return slices.ContainsFunc(v.Records, func(r record.Record) bool { return r.From == "e" })
+	})
 	ref := handoff.ContextRef(digest, tp[3:35])
 	for _, hdr := range []http.Header{nil, {"Traceparent": {tp}}} {
 		path := ref
@@ -326,20 +335,80 @@ func TestContextInlineByDefault(t *testing.T) {
 		t.Fatalf("a wrong digest: %d %+v; want 422 context-digest-mismatch", resp.StatusCode, p)
 	}
 
-	// A ref to content of trace 1, sent in another trace, is refused at
-	// egress: a trace's content is read in that trace only.
-	ref := `{"schema_version":"1.0.0","task":{"id":"t","intent":"x"},"artifacts":[{"name":"latency.csv","ref":"` +
-		handoff.ContextRef(digest, trace1) + `","digest":"` + digest + `","trust":"trusted"}]}`
-	resp = handOff("44444444444444444444444444444444", []byte(ref))
-	if p := readProblem(t, resp); resp.StatusCode != http.StatusUnprocessableEntity || !strings.HasSuffix(p.Type, "#context-unavailable") {
-		t.Fatalf("a ref to another trace's content: %d %+v; want 422 context-unavailable", resp.StatusCode, p)
-	}
-	// In its own trace the same ref goes through, and is inlined.
-	if resp = handOff(trace1, []byte(ref)); resp.StatusCode != http.StatusOK {
-		answer, _ := io.ReadAll(resp.Body)
-		t.Fatalf("the ref in its own trace: %d %s", resp.StatusCode, answer)
+	// An omitted note the agent wrote itself keeps nothing a reference:
+	// only its Baton's Baton-Omitted does.
+	forgedNote := bytes.Replace(body, []byte(`"schema_version":`), []byte(`"omitted":["/artifacts/1/content"],"schema_version":`), 1)
+	if resp := handOff("55555555555555555555555555555555", forgedNote); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a forged omitted note: %d", resp.StatusCode)
 	}
 	if last := b.got[len(b.got)-1]; !bytes.Contains(last, []byte(`"content":"0,checkout`)) {
-		t.Fatalf("b got %.200s…; want the content inline", last)
+		t.Fatalf("with a forged omitted note b got %.300s…; want the content inline", last)
+	}
+
+	// References are passed on only by an agent that received a handoff of
+	// their trace: a names trace 1's content in another trace, or in trace
+	// 1 (which it only sent in), and is refused either way.
+	ref := `{"schema_version":"1.0.0","task":{"id":"t","intent":"x"},"artifacts":[{"name":"latency.csv","ref":"` +
+		handoff.ContextRef(digest, trace1) + `","digest":"` + digest + `","trust":"trusted"}]}`
+	for _, trace := range []string{"44444444444444444444444444444444", trace1} {
+		resp = handOff(trace, []byte(ref))
+		if p := readProblem(t, resp); resp.StatusCode != http.StatusForbidden || !strings.HasSuffix(p.Type, "#not-on-trace") {
+			t.Fatalf("a passing on a reference in trace %s: %d %+v; want 403 not-on-trace", trace, resp.StatusCode, p)
+		}
+	}
+	if len(b.got) != 2 {
+		t.Fatalf("b got %d handoffs, want 2", len(b.got))
+	}
+}
+
+// TestContextKeepsUntrustedLabels: the agent copies text from a web page
+// into an artifact it marks trusted, on an edge that passes it by
+// reference. The scan finds the copy while it is inline: the inlining
+// receiver is told the artifact's content is untrusted, and the stored
+// copy a lazy receiver reads is labelled with the page.
+func TestContextKeepsUntrustedLabels(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	web := webServer(t)
+	var inline, lazy seen
+	for _, c := range []struct {
+		name, deliver, trace string
+		got                  *seen
+	}{
+		{"inline", "", "00-12121212121212121212121212121212-b7ad6b7169203331-01", &inline},
+		{"lazy", ", context: {by_reference: {deliver: reference}}", "00-34343434343434343434343434343434-b7ad6b7169203331-01", &lazy},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ag := httptest.NewServer(c.got.handler(200, `{"ok":true}`))
+			t.Cleanup(ag.Close)
+			sB := startBaton(t, "agent: summarizer\nupstream: "+ag.URL+"\nedges: [{from: analyst"+c.deliver+"}]\n", store())
+			aB := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\nexternal: {allow: ["+web+"]}\n"+
+				"peers: {summarizer: {url: http://"+sB.IngressAddr()+"}}\nedges: [{to: summarizer, context: {by_reference: {min_bytes: 16}}}]\n", store())
+			fetch(t, aB.EgressAddr(), web, "/q3")
+			body := envelopeWith(t, artifact("notes", copied, "trusted"))
+			if resp := send(t, aB.EgressAddr(), "summarizer", "POST", "/handoff", body, http.Header{
+				"Content-Type": {handoff.MediaType}, "Traceparent": {c.trace}}); resp.StatusCode != 200 {
+				b, _ := io.ReadAll(resp.Body)
+				t.Fatalf("handoff: %d %s", resp.StatusCode, b)
+			}
+			r := c.got.last(t)
+			page := "http://" + web + "/q3"
+			if c.deliver == "" {
+				labels := mustLabels(t, r)
+				i := slices.IndexFunc(labels.Spans, func(s trust.SpanLabel) bool { return s.Pointer == "/artifacts/0/content" })
+				if i < 0 || !slices.Contains(labels.Spans[i].Sources, page) {
+					t.Fatalf("Baton-Trust %q: want the inlined content labelled from %s", r.Header.Get("Baton-Trust"), page)
+				}
+				return
+			}
+			var env handoff.Envelope
+			if err := json.Unmarshal(c.got.body[0], &env); err != nil || env.Artifacts[0].Ref == "" {
+				t.Fatalf("lazy receiver got %s", c.got.body[0])
+			}
+			read := send(t, sB.EgressAddr(), "localhost", http.MethodGet, env.Artifacts[0].Ref, "", nil)
+			if h := read.Header.Get("Baton-Trust"); read.StatusCode != 200 || !strings.Contains(h, "untrusted") || !strings.Contains(h, web) {
+				t.Fatalf("the stored copy reads %d with Baton-Trust %q; want untrusted from %s", read.StatusCode, h, page)
+			}
+		})
 	}
 }

@@ -137,7 +137,7 @@ func New(o Options) (*Server, error) {
 	if s.ctxm, err = newContextMetrics(o.MeterProvider); err != nil {
 		return nil, err
 	}
-	s.refs = newContextRefs(c, o.Store, s.ctxm, o)
+	s.refs = newContextRefs(c, o.Store, s.ctxm, o, s.onTrace)
 	if s.comp, err = newCompMetrics(o.MeterProvider); err != nil {
 		return nil, err
 	}
@@ -268,10 +268,12 @@ func New(o Options) (*Server, error) {
 			DenyUncorrelated: c.Trust.Uncorrelated == "deny",
 		}),
 		middleware.MCP(middleware.MCPOptions{Policy: mcpOut, Observe: mm.observe, Log: o.Logger}),
+		// Labels first: content copied from the web is found while it is
+		// still inline, before it may leave by reference.
+		tainted.Egress,
 		s.refs.Egress,
 		middleware.Budget(middleware.BudgetOptions{Policy: budgets, Refs: s.refs, Observe: s.ctxm.observeBudget}),
 		middleware.Contract(checker, contractOut, o.Logger),
-		tainted.Egress,
 	).Handler(egressProxy))
 
 	maxHops := func(from string) int {

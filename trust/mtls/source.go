@@ -154,6 +154,10 @@ func (s *Source) ServerConfig(requireClient bool) *tls.Config {
 		MinVersion: s.o.MinVersion,
 		NextProtos: []string{"h2", "http/1.1"},
 		ClientAuth: auth,
+		// A resumed session skips VerifyPeerCertificate: without tickets
+		// every connection's client certificate is checked against the
+		// bundle current at its handshake (a rotated bundle applies at once).
+		SessionTicketsDisabled: true,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return s.cur.Load().cert, nil
 		},
