@@ -173,8 +173,8 @@ func applyPolicy(w *rewrite, t *tape, root int, prefix string, p FieldPolicy, pr
 	}
 	for _, ptr := range parsePointers(p.Drop) {
 		for _, m := range matches(t, root, ptr) {
-			if isProtected(m.path, protected) {
-				continue
+			if isProtected(m.path, protected) || holdsProtected(m.path, protected) {
+				continue // a member that holds a protected one stays (drop inside it instead)
 			}
 			w.drop(m.node)
 			dropped = append(dropped, prefix+pointerOf(m.path))
@@ -266,6 +266,17 @@ func matches(t *tape, root int, ptr []string) []match {
 func isProtected(path []string, protected []protect) bool {
 	for _, p := range protected {
 		if p.subtree && len(p.path) <= len(path) && tokensMatch(p.path, path[:len(p.path)]) || tokensMatch(p.path, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsProtected reports whether path leads to a protected member (the
+// message's /metadata holds the envelope).
+func holdsProtected(path []string, protected []protect) bool {
+	for _, p := range protected {
+		if len(path) < len(p.path) && tokensMatch(path, p.path[:len(path)]) {
 			return true
 		}
 	}

@@ -46,7 +46,7 @@ func TestApplyFields(t *testing.T) {
 				return reflect.DeepEqual(env["completed"], []any{map[string]any{"summary": "a"}, map[string]any{"summary": "b"}}) &&
 					env["task"] != nil && env["schema_version"] == "1.0.0"
 			}},
-		{"message parts and metadata", handoff.FieldPolicy{}, handoff.FieldPolicy{Drop: []string{"/parts/1", "/metadata/notes", "/role", "/metadata/baton.handoff"}},
+		{"message parts and metadata", handoff.FieldPolicy{}, handoff.FieldPolicy{Drop: []string{"/parts/1", "/metadata/notes", "/role", "/metadata/baton.handoff", "/metadata"}},
 			[]string{"/params/message/parts/1", "/params/message/metadata/notes"},
 			func(m map[string]any) bool {
 				msg := m["params"].(map[string]any)["message"].(map[string]any)

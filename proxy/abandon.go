@@ -43,6 +43,7 @@ func stepKey(traceID, of string) string { return "{" + traceID + "}:step:" + of 
 const (
 	stepPending  = "pending"
 	stepRunning  = "running"
+	stepHeld     = "held" // the compensation waits for a person (its edge's confirmation gate)
 	stepUndone   = "undone"
 	stepFailed   = "failed"
 	stepStanding = "standing"
@@ -100,8 +101,12 @@ func (s *Server) Abandon(ctx context.Context, traceID, reason, by string) (*Aban
 		if !deadLetterStanding(tr.Records) {
 			return nil, ErrNotAbandonable
 		}
-		if _, _, err := s.store.Claim(ctx, abandonKey(traceID), mark, ttl); err != nil {
+		ok, _, err := s.store.Claim(ctx, abandonKey(traceID), mark, ttl)
+		if err != nil {
 			return nil, err
+		}
+		if ok {
+			s.unlistDeadLetters(ctx, tr.Records)
 		}
 	} else if err != nil {
 		return nil, err
@@ -114,6 +119,31 @@ func (s *Server) Abandon(ctx context.Context, traceID, reason, by string) (*Aban
 	default:
 	}
 	return s.Abandonment(ctx, traceID)
+}
+
+// unlistDeadLetters takes the abandoned trace's dead letters off the lists:
+// they are not to be replayed, and must not hold the places of others in
+// the paged loops that read the lists (auto replay, automatic abandon).
+// Their records stay in the trace.
+func (s *Server) unlistDeadLetters(ctx context.Context, recs []record.Record) {
+	for i := range recs {
+		r := &recs[i]
+		if r.Side == record.Egress && r.State == record.Dead && r.ResolvedBy == "" && r.Compensates == "" {
+			if err := s.book.Undead(ctx, r); err != nil {
+				s.log.Warn("abandon: a dead letter stays listed", "record_id", r.ID, "error", err.Error())
+			}
+		}
+	}
+}
+
+// repend lists an abandoned trace as pending again when a handoff of it
+// reports side effects after it was abandoned (a branch still in flight).
+func (s *Server) repend(traceID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if gone, err := s.abandoned(ctx, traceID); err == nil && gone {
+		_ = s.store.IndexAdd(ctx, abandonPending, traceID, float64(time.Now().UnixMilli()), s.cfg.Records.Retention.D())
+	}
 }
 
 // deadLetterStanding reports a dead letter of the trace not resolved by a
@@ -206,9 +236,21 @@ func (s *Server) stepState(ctx context.Context, traceID, of string) (stepOutcome
 	if json.Unmarshal(v, &o) != nil {
 		return stepOutcome{State: stepPending}, nil
 	}
-	if o.State == stepFailed && o.DeadLetter != "" {
+	switch {
+	case o.State == stepFailed && o.DeadLetter != "":
 		if dl, err := s.book.Get(ctx, o.DeadLetter); err == nil && dl.State == record.Delivered {
 			o.State, o.Why = stepUndone, "its dead letter was replayed and delivered"
+		}
+	case o.State == stepHeld:
+		held, err := s.book.Get(ctx, o.Compensation)
+		switch {
+		case err != nil:
+		case held.State == record.Delivered && held.Status < 300:
+			o.State, o.Why = stepUndone, "approved and delivered"
+		case held.State == record.Denied || held.State == record.Expired || held.Approval != nil && (held.Approval.Decision == record.DecisionDenied || held.Approval.Decision == record.DecisionExpired):
+			o.State, o.Why = stepFailed, "its confirmation gate's approval was "+held.Approval.Decision
+		case held.State == record.Dead:
+			o.State, o.DeadLetter, o.Why = stepFailed, held.ID, "approved, then dead-lettered"
 		}
 	}
 	return o, nil
@@ -244,8 +286,8 @@ func (s *Server) advance(ctx context.Context, traceID string) {
 		if settled(o.State) {
 			continue
 		}
-		if st.From != s.cfg.Agent || o.State == stepRunning {
-			return // its Baton has not settled it yet
+		if st.From != s.cfg.Agent || o.State == stepRunning || o.State == stepHeld {
+			return // its Baton has not settled it yet, or a person has not decided
 		}
 		if !s.runStep(ctx, st, of) {
 			return
@@ -270,7 +312,9 @@ const recordsSettle = time.Second
 // not settled (another replica holds it, or the store failed).
 func (s *Server) runStep(ctx context.Context, st Step, of string) bool {
 	traceID := record.TraceOf(st.Record)
-	running, _ := json.Marshal(stepOutcome{State: stepRunning, By: s.cfg.Agent})
+	// The lease names its holder: a replica that took it over after it
+	// lapsed writes the outcome, not this one.
+	running, _ := json.Marshal(stepOutcome{State: stepRunning, By: s.cfg.Agent, Why: "lease " + newSpanID()})
 	ok, _, err := s.store.Claim(ctx, stepKey(traceID, of), running, stepLease)
 	if err != nil || !ok {
 		return false
@@ -282,6 +326,12 @@ func (s *Server) runStep(ctx context.Context, st Step, of string) bool {
 	}
 	o := s.compensate(ctx, rec, st.Effect)
 	o.By = s.cfg.Agent
+	if o.State == stepPending {
+		// The receiver is still running it (409 in flight): the lease is
+		// given back, and a later round sends it again with its key.
+		_, _ = s.store.Release(ctx, stepKey(traceID, of), running)
+		return false
+	}
 	s.log.Info("side effect compensated", "trace_id", traceID, "record_id", st.Record, "effect", st.Effect,
 		"state", o.State, "compensation", o.Compensation, "why", o.Why)
 	done, _ := json.Marshal(o)

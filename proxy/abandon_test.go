@@ -398,3 +398,61 @@ func TestAbandonFailedCompensation(t *testing.T) {
 		t.Fatalf("b discarded %d drafts in %d calls; want 1 in 2", len(b.undone), b.undoHits.Load())
 	}
 }
+
+// TestAbandonGatedCompensation: the cancellation's edge holds it for a
+// person (confirm on its target). The step reads held, not undone, and the
+// abandonment is not settled until the approval; once approved and
+// delivered, the step is undone.
+func TestAbandonGatedCompensation(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	var seq atomic.Int64
+	var down atomic.Bool
+	down.Store(true)
+	c := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &down, seq: &seq}
+	b := &sagaAgent{effect: "draft", work: "/draft", undo: "/discard", next: "c", nextPath: "/ship", seq: &seq}
+	cSrv, bSrv := httptest.NewServer(c), httptest.NewServer(b)
+	t.Cleanup(cSrv.Close)
+	t.Cleanup(bSrv.Close)
+	cB := startBatonWith(t, "agent: c\nupstream: "+cSrv.URL+"\n", store(), nil)
+	bB := startBatonWith(t, "agent: b\nupstream: "+bSrv.URL+"\n"+peerYAML(map[string]string{"c": cB.IngressAddr()})+"retry: {attempts: 1}\n", store(), nil)
+	b.egress = bB.EgressAddr()
+	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\nadmin_token: "+consoleToken+"\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+
+		"edges: [{to: b, confirm: {when: [{target: /discard}]}, side_effects: [{name: draft, compensate: {path: /discard}}]}]\n", store(), nil)
+
+	const trace = "a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7"
+	if resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/draft", `{}`,
+		http.Header{"Content-Type": {"application/json"}, "Traceparent": {"00-" + trace + "-b7ad6b7169203331-01"}}); resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("the chain answered %d", resp.StatusCode)
+	}
+	admin := func(method, path string, v any) int {
+		req, _ := http.NewRequest(method, "http://"+aB.AdminAddr()+path, strings.NewReader(`{"reason":"ok"}`))
+		req.Header.Set("Authorization", "Bearer "+consoleToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if v != nil {
+			_ = json.NewDecoder(resp.Body).Decode(v)
+		}
+		return resp.StatusCode
+	}
+	var a proxy.Abandonment
+	if st := admin(http.MethodPost, "/v1/traces/"+trace+"/abandon?wait=3s", &a); st != http.StatusOK {
+		t.Fatalf("abandon: %d", st)
+	}
+	if a.Settled || len(a.Steps) != 1 || a.Steps[0].State != "held" || len(b.undone) != 0 {
+		t.Fatalf("abandonment %+v, discarded %d; want the step held, nothing discarded", a, len(b.undone))
+	}
+	if st := admin(http.MethodPost, "/v1/approvals/"+a.Steps[0].Compensation+"/approve", nil); st != http.StatusOK {
+		t.Fatalf("approving the compensation: %d", st)
+	}
+	eventually(t, "the step undone", func() bool {
+		return admin(http.MethodGet, "/v1/traces/"+trace+"/abandon", &a) == http.StatusOK && a.Settled && a.Steps[0].State == "undone"
+	})
+	if len(b.undone) != 1 {
+		t.Fatalf("b discarded %d drafts, want 1", len(b.undone))
+	}
+}

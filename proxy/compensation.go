@@ -41,6 +41,9 @@ type effects struct {
 	ttl   time.Duration
 	log   *slog.Logger
 	cfg   *config.Config
+	// reported is told of a handoff that reported side effects, so that
+	// an abandoned trace picks up effects reported after it was abandoned.
+	reported func(traceID string)
 }
 
 func effectAnswerKey(traceID, recordID string) string { return "{" + traceID + "}:answer:" + recordID }
@@ -86,6 +89,9 @@ func (e *effects) observe(rec *record.Record, resp *http.Response) {
 	}
 	if len(rec.Effects) == 0 {
 		return
+	}
+	if e.reported != nil && rec.Compensates == "" {
+		defer e.reported(rec.TraceID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -189,8 +195,13 @@ func (s *Server) compensate(ctx context.Context, rec *record.Record, effect stri
 	w := &answerRecorder{header: http.Header{}}
 	s.egressChain.ServeHTTP(w, req)
 	s.comp.observe(ctx, w.status)
-	if w.status >= 200 && w.status < 300 {
+	switch {
+	case w.header.Get(HeaderApproval) != "":
+		return stepOutcome{State: stepHeld, Compensation: c.RecordID, Why: "held by the edge's confirmation gate for a person's approval"}
+	case w.status >= 200 && w.status < 300:
 		return stepOutcome{State: stepUndone, Compensation: c.RecordID}
+	case w.status == http.StatusConflict && w.header.Get("Retry-After") != "":
+		return stepOutcome{State: stepPending}
 	}
 	o := stepOutcome{State: stepFailed, Compensation: c.RecordID, DeadLetter: w.header.Get(HeaderDeadLetter),
 		Why: "answered " + strconv.Itoa(w.status)}

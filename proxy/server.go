@@ -166,7 +166,7 @@ func New(o Options) (*Server, error) {
 		s.edges[name] = newEdge(c, name, s.peerTransportFor(name, peerTransport), s.book, s.letters, o.Logger, onClose)
 		s.edges[name].signer = ts.signer
 		if c.RecordsOn() {
-			s.edges[name].effects = &effects{store: o.Store, ttl: c.Records.Retention.D(), log: o.Logger, cfg: c}
+			s.edges[name].effects = &effects{store: o.Store, ttl: c.Records.Retention.D(), log: o.Logger, cfg: c, reported: s.repend}
 		}
 	}
 	if err := s.observeEdges(); err != nil {
