@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,10 @@ type TLS struct {
 	CAFile string `yaml:"ca_file"`
 	// TrustDomain is the SPIFFE trust domain of every Baton's ID.
 	TrustDomain string `yaml:"trust_domain"`
+	// IDPath, when set, is the whole path of every Baton's SPIFFE ID, with
+	// {agent} for the agent's name (/ns/agents/sa/{agent}); unset, any path
+	// whose last segment is the agent's name.
+	IDPath string `yaml:"id_path"`
 	// MinVersion is 1.3 (the default) or 1.2.
 	MinVersion string `yaml:"min_version"`
 	// ClientCert is require (the default: a client without a certificate is
@@ -63,6 +68,9 @@ func (c *Config) validateTLS(bad badFunc) {
 	}
 	if !trustDomain.MatchString(t.TrustDomain) {
 		bad("tls.trust_domain", t.TrustDomain, "must be a SPIFFE trust domain such as example.org (lower-case letters, digits, . - _)")
+	}
+	if t.IDPath != "" && (!strings.HasPrefix(t.IDPath, "/") || strings.Count(t.IDPath, "{agent}") != 1 || strings.Contains(t.IDPath, "//")) {
+		bad("tls.id_path", t.IDPath, "must be a path with {agent} once, such as /ns/agents/sa/{agent}")
 	}
 	if t.MinVersion != "1.2" && t.MinVersion != "1.3" {
 		bad("tls.min_version", t.MinVersion, "must be 1.2 or 1.3")

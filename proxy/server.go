@@ -293,7 +293,7 @@ func New(o Options) (*Server, error) {
 		}),
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book),
-		tlsIdentity,
+		s.tlsIdentity,
 		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: sessions, Log: o.Logger}),
 		s.refs.Ingress,
 		middleware.Contract(checker, contractIn, o.Logger),

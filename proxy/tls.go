@@ -37,15 +37,15 @@ func newTLS(c *config.Config, o Options) (*mtls.Source, error) {
 		version = tls.VersionTLS12
 	}
 	src, err := mtls.Load(mtls.Options{
-		CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile, CAFile: c.TLS.CAFile, TrustDomain: c.TLS.TrustDomain,
+		CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile, CAFile: c.TLS.CAFile, TrustDomain: c.TLS.TrustDomain, IDPath: c.TLS.IDPath,
 		MinVersion: version, Reload: c.TLS.Reload.D(), Log: o.Logger,
 		Handshake: m.handshake, Reloaded: m.reloaded,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	if id := src.ID(); id.Agent() != c.Agent {
-		return nil, fmt.Errorf("proxy: tls.cert_file names %s, the identity of agent %s, not of %s", id, id.Agent(), c.Agent)
+	if id := src.ID(); src.AgentOfOwn() != c.Agent {
+		return nil, fmt.Errorf("proxy: tls.cert_file names %s, the identity of agent %s, not of %s", id, src.AgentOfOwn(), c.Agent)
 	}
 	if err := m.observeExpiry(o.MeterProvider, src); err != nil {
 		return nil, err
@@ -76,22 +76,23 @@ func (s *Server) tlsListener(l net.Listener) net.Listener {
 // tlsIdentity refuses, at ingress, a handoff whose client certificate names
 // another agent than the Baton-Agent it carries (403 tls-identity-mismatch,
 // recorded on the receipt), and labels the receipt with the TLS identity.
-func tlsIdentity(next http.Handler) http.Handler {
+func (s *Server) tlsIdentity(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := mtls.PeerID(r.TLS)
-		if !ok {
+		if !ok || s.tlsSrc == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
+		agent, _ := s.tlsSrc.AgentOf(id) // verified in the handshake
 		in := middleware.InfoFromContext(r.Context())
 		if in != nil {
 			in.TLSIdentity = id.String()
 		}
-		if from := r.Header.Get(middleware.HeaderAgent); from != "" && from != id.Agent() {
+		if from := r.Header.Get(middleware.HeaderAgent); from != "" && from != agent {
 			if in != nil {
 				in.Err = errors.New("tls identity " + id.String() + " is not agent " + from)
 			}
-			problem.New(r, problem.TLSIdentityMismatch, fmt.Sprintf("the connection's certificate is %s, the identity of agent %s, but the handoff says it comes from %s", id, id.Agent(), from)).
+			problem.New(r, problem.TLSIdentityMismatch, fmt.Sprintf("the connection's certificate is %s, the identity of agent %s, but the handoff says it comes from %s", id, agent, from)).
 				With("tls_identity", id.String()).With("agent", from).Write(w)
 			return
 		}

@@ -57,12 +57,12 @@ func validate(args []string, stdout io.Writer, env func(string) string) error {
 		}
 	}
 	if t := c.TLS; t != nil {
-		src, err := mtls.Load(mtls.Options{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, TrustDomain: t.TrustDomain})
+		src, err := mtls.Load(mtls.Options{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, TrustDomain: t.TrustDomain, IDPath: t.IDPath})
 		if err != nil {
 			return fmt.Errorf("%s: tls: %w", path, err)
 		}
-		if id := src.ID(); id.Agent() != c.Agent {
-			return fmt.Errorf("%s: tls.cert_file names %s, the identity of agent %s, not of %s", path, id, id.Agent(), c.Agent)
+		if id := src.ID(); src.AgentOfOwn() != c.Agent {
+			return fmt.Errorf("%s: tls.cert_file names %s, the identity of agent %s, not of %s", path, id, src.AgentOfOwn(), c.Agent)
 		}
 		switch left := time.Until(src.NotAfter()); {
 		case left <= 0:

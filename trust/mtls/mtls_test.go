@@ -180,3 +180,41 @@ func TestParseID(t *testing.T) {
 		}
 	}
 }
+
+// TestIDPath: with an ID path, only that whole path names an agent; a
+// workload elsewhere in the trust domain whose name ends like the peer's is
+// refused.
+func TestIDPath(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := mtls.NewCA("example.org", time.Hour)
+	now := time.Now()
+	strict := func(o mtls.Options) *mtls.Source {
+		o.IDPath = "/ns/agents/sa/{agent}"
+		s, err := mtls.Load(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	b := strict(files(t, dir, ca, mtls.ID{TrustDomain: "example.org", Path: "/ns/agents/sa/b"}, now.Add(-time.Minute), now.Add(time.Hour)))
+	a := strict(files(t, dir, ca, mtls.ID{TrustDomain: "example.org", Path: "/ns/agents/sa/a"}, now.Add(-time.Minute), now.Add(time.Hour)))
+	if cerr, serr := handshake(t, b, a, "b"); cerr != nil || serr != nil {
+		t.Fatalf("a to b: client %v, server %v", cerr, serr)
+	}
+	// A workload in another namespace named like b.
+	impostorOpts := files(t, t.TempDir(), ca, mtls.ID{TrustDomain: "example.org", Path: "/ns/sandbox/sa/b"}, now.Add(-time.Minute), now.Add(time.Hour))
+	if _, err := mtls.Load(func() mtls.Options { o := impostorOpts; o.IDPath = "/ns/agents/sa/{agent}"; return o }()); err == nil {
+		t.Fatal("a certificate outside the ID path was loaded")
+	}
+	impostor, err := mtls.Load(impostorOpts) // its own Baton does not check the path
+	if err != nil {
+		t.Fatal(err)
+	}
+	cerr, serr := handshake(t, impostor, a, "b")
+	if mtls.Reason(cerr) != "wrong-identity" {
+		t.Fatalf("a reached an impostor of b: client %v, server %v", cerr, serr)
+	}
+	if who, ok := a.AgentOf(mtls.ID{TrustDomain: "example.org", Path: "/ns/agents/sa/b/x"}); ok {
+		t.Fatalf("AgentOf a longer path = %q", who)
+	}
+}

@@ -18,6 +18,11 @@ type Options struct {
 	CertFile, KeyFile, CAFile string
 	// TrustDomain is the SPIFFE trust domain every peer's ID must be in.
 	TrustDomain string
+	// IDPath, when set, is the whole path every Baton's SPIFFE ID must
+	// have, with {agent} where the agent's name goes
+	// (/ns/agents/sa/{agent}); unset, any path whose last segment is the
+	// agent's name.
+	IDPath string
 	MinVersion  uint16 // tls.VersionTLS13 unless set
 	// Reload is how often the files are checked for a change.
 	Reload time.Duration
@@ -100,6 +105,9 @@ func (s *Source) load() (*material, error) {
 	if id.TrustDomain != s.o.TrustDomain {
 		return nil, fmt.Errorf("mtls: certificate %s names %s, outside trust domain %s", s.o.CertFile, id, s.o.TrustDomain)
 	}
+	if _, ok := s.AgentOf(id); !ok {
+		return nil, fmt.Errorf("mtls: certificate %s names %s, whose path is not %s", s.o.CertFile, id, s.o.IDPath)
+	}
 	bundle, err := os.ReadFile(s.o.CAFile)
 	if err != nil {
 		return nil, fmt.Errorf("mtls: trust bundle: %w", err)
@@ -136,6 +144,12 @@ func (s *Source) Run(ctx context.Context) {
 		s.o.Reloaded("ok")
 		s.o.Log.Info("tls: certificate reloaded", "id", m.id.String(), "not_after", m.leaf.NotAfter)
 	}
+}
+
+// AgentOfOwn is the agent this Baton's own certificate names.
+func (s *Source) AgentOfOwn() string {
+	a, _ := s.AgentOf(s.ID())
+	return a
 }
 
 // ID is this Baton's SPIFFE ID; NotAfter when its certificate expires.
@@ -254,10 +268,36 @@ func (s *Source) verify(raw [][]byte, usage x509.ExtKeyUsage, agent string) (ID,
 		return ID{}, &VerifyError{"no-identity", err}
 	case id.TrustDomain != s.o.TrustDomain:
 		return ID{}, &VerifyError{"wrong-identity", fmt.Errorf("the peer presented %s, outside trust domain %s", id, s.o.TrustDomain)}
-	case agent != "" && id.Agent() != agent:
-		return ID{}, &VerifyError{"wrong-identity", fmt.Errorf("peer %s presented %s, the identity of agent %s", agent, id, id.Agent())}
+	}
+	who, ok := s.AgentOf(id)
+	switch {
+	case !ok:
+		return ID{}, &VerifyError{"wrong-identity", fmt.Errorf("the peer presented %s, whose path is not %s", id, s.o.IDPath)}
+	case agent != "" && who != agent:
+		return ID{}, &VerifyError{"wrong-identity", fmt.Errorf("peer %s presented %s, the identity of agent %s", agent, id, who)}
 	}
 	return id, nil
+}
+
+// AgentOf returns the agent a SPIFFE ID of the trust domain names: the
+// name in the place of {agent} in IDPath, or without IDPath the path's last
+// segment. ok is false for an ID of another shape.
+func (s *Source) AgentOf(id ID) (agent string, ok bool) {
+	if id.TrustDomain != s.o.TrustDomain {
+		return "", false
+	}
+	if s.o.IDPath == "" {
+		return id.Agent(), true
+	}
+	prefix, suffix, _ := strings.Cut(s.o.IDPath, "{agent}")
+	name, ok := strings.CutPrefix(id.Path, prefix)
+	if !ok {
+		return "", false
+	}
+	if name, ok = strings.CutSuffix(name, suffix); !ok || !agentName.MatchString(name) {
+		return "", false
+	}
+	return name, true
 }
 
 // PeerID returns the verified SPIFFE ID of a connection's client, or false
