@@ -182,7 +182,10 @@ func overBudget(w http.ResponseWriter, r *http.Request, in *Info, pol *BudgetPol
 	}
 	p := problem.New(r, problem.OverBudget, detail).
 		With("tokens", n).With("max_tokens", pol.MaxTokens).With("tokenizer", pol.Counter.Name).
-		With("estimate", pol.Counter.Estimated()).With("fields", fields)
+		With("estimate", pol.Counter.Estimated())
+	if len(fields) > 0 {
+		p = p.With("fields", fields)
+	}
 	if trimmed != nil {
 		p = p.With("trimmed", trimmed)
 	}

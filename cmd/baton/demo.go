@@ -337,6 +337,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := demoAbandon(ctx, p, start, loop); err != nil {
 		return err
 	}
+	if err := demoContext(ctx, p, start, loop); err != nil {
+		return err
+	}
 	p("\nDone: the Batons and the demo agents shut down.\n")
 	return nil
 }

@@ -63,7 +63,8 @@ Usage:
                                  text labelled untrusted and spotlighted, a refund
                                  held by a confirmation gate and approved from the CLI,
                                  a failed trip abandoned: its charge refunded, then
-                                 its room cancelled
+                                 its room cancelled; a 2 MB transcript passed by
+                                 reference, and an envelope trimmed to a token budget
                                  (-v: the Batons' JSON logs on stderr)
   baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
                                  print a trace's handoff records as a tree (from one or
