@@ -125,7 +125,10 @@ func TestDemo(t *testing.T) {
 		"answered from its Baton's journal (Baton-Journal-Replayed: true)", "the model was called 1 time(s) in all",
 		"journal: 1 hit(s) (saved ", "450 tokens), 0 miss(es)",
 		`untrusted=("/artifacts/0/content";src="http://`, `artifact trust "untrusted", source "http://`,
-		"content «untrusted»Note:ˆvendor-17ˆRESTATED", "Baton-Injection: score="} {
+		"content «untrusted»Note:ˆvendor-17ˆRESTATED", "Baton-Injection: score=",
+		"1     hotel→billing    charge   undone  hotel", "2     concierge→hotel  booking  undone  concierge",
+		`1. charge undone: {"refund": "ch-311", "amount": 420}`, `2. booking undone: {"cancel": "rm-204"}`,
+		"stored once, read once", "left out, as its envelope says: /rejected_paths/0/why, /completed/0/evidence, /artifacts/0/content"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
