@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/state"
 )
 
 // sagaAgent is one agent of a booking chain: on its work path it performs
@@ -348,27 +349,31 @@ type relayFunc struct {
 
 func (a *relayFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.fn(w, r, a.egress) }
 
-// TestAbandonFailedCompensation: b's discard answers 500 (not retried), so
-// the step fails and its compensation is a dead letter of its own at a's
-// Baton, named in the step. Replaying that dead letter (allowed in the
-// abandoned trace) undoes the draft, and the step reads undone.
-func TestAbandonFailedCompensation(t *testing.T) {
-	t.Parallel()
-	store := sharedStore(t)
-	var seq atomic.Int64
+// draftChain starts a → b (drafts) → c (down) on the stores store makes,
+// b's agent as given; aYAML configures a's edges. It returns a's Baton.
+func draftChain(t *testing.T, store func() state.Store, b *sagaAgent, aYAML string) *baton {
+	t.Helper()
 	var down atomic.Bool
 	down.Store(true)
-	c := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &down, seq: &seq}
-	b := &sagaAgent{effect: "draft", work: "/draft", undo: "/discard", next: "c", nextPath: "/ship", seq: &seq,
-		failUndo: 1, undoStatus: http.StatusInternalServerError}
+	c := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &down, seq: b.seq}
 	cSrv, bSrv := httptest.NewServer(c), httptest.NewServer(b)
 	t.Cleanup(cSrv.Close)
 	t.Cleanup(bSrv.Close)
 	cB := startBatonWith(t, "agent: c\nupstream: "+cSrv.URL+"\n", store(), nil)
 	bB := startBatonWith(t, "agent: b\nupstream: "+bSrv.URL+"\n"+peerYAML(map[string]string{"c": cB.IngressAddr()})+"retry: {attempts: 1}\n", store(), nil)
 	b.egress = bB.EgressAddr()
-	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+
-		"edges: [{to: b, side_effects: [{name: draft, compensate: {path: /discard}}]}]\n", store(), nil)
+	return startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+aYAML, store(), nil)
+}
+
+// TestAbandonFailedCompensation: b's discard answers 500 (not retried), so
+// the step fails and its compensation is a dead letter of its own at a's
+// Baton, named in the step. Replaying that dead letter (allowed in the
+// abandoned trace) undoes the draft, and the step reads undone.
+func TestAbandonFailedCompensation(t *testing.T) {
+	t.Parallel()
+	b := &sagaAgent{effect: "draft", work: "/draft", undo: "/discard", next: "c", nextPath: "/ship", seq: new(atomic.Int64),
+		failUndo: 1, undoStatus: http.StatusInternalServerError}
+	aB := draftChain(t, sharedStore(t), b, "edges: [{to: b, side_effects: [{name: draft, compensate: {path: /discard}}]}]\n")
 
 	const trace = "f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6"
 	if resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/draft", `{}`,
@@ -405,20 +410,9 @@ func TestAbandonFailedCompensation(t *testing.T) {
 // delivered, the step is undone.
 func TestAbandonGatedCompensation(t *testing.T) {
 	t.Parallel()
-	store := sharedStore(t)
-	var seq atomic.Int64
-	var down atomic.Bool
-	down.Store(true)
-	c := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &down, seq: &seq}
-	b := &sagaAgent{effect: "draft", work: "/draft", undo: "/discard", next: "c", nextPath: "/ship", seq: &seq}
-	cSrv, bSrv := httptest.NewServer(c), httptest.NewServer(b)
-	t.Cleanup(cSrv.Close)
-	t.Cleanup(bSrv.Close)
-	cB := startBatonWith(t, "agent: c\nupstream: "+cSrv.URL+"\n", store(), nil)
-	bB := startBatonWith(t, "agent: b\nupstream: "+bSrv.URL+"\n"+peerYAML(map[string]string{"c": cB.IngressAddr()})+"retry: {attempts: 1}\n", store(), nil)
-	b.egress = bB.EgressAddr()
-	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\nadmin_token: "+consoleToken+"\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+
-		"edges: [{to: b, confirm: {when: [{target: /discard}]}, side_effects: [{name: draft, compensate: {path: /discard}}]}]\n", store(), nil)
+	b := &sagaAgent{effect: "draft", work: "/draft", undo: "/discard", next: "c", nextPath: "/ship", seq: new(atomic.Int64)}
+	aB := draftChain(t, sharedStore(t), b, "admin_token: "+consoleToken+"\n"+
+		"edges: [{to: b, confirm: {when: [{target: /discard}]}, side_effects: [{name: draft, compensate: {path: /discard}}]}]\n")
 
 	const trace = "a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7"
 	if resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/draft", `{}`,

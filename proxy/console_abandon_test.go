@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -19,21 +18,9 @@ import (
 func TestConsoleAbandon(t *testing.T) {
 	t.Parallel()
 	store := state.NewMemory(config.Memory{})
-	var seq atomic.Int64
-	var down atomic.Bool
-	down.Store(true)
-	c := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &down, seq: &seq}
-	b := &sagaAgent{effect: "draft", work: "/draft", undo: "/discard", next: "c", nextPath: "/ship", seq: &seq}
-	serveAgent := func(a *sagaAgent) string {
-		srv := httptest.NewServer(a)
-		t.Cleanup(srv.Close)
-		return srv.URL
-	}
-	cB := startBaton(t, "agent: c\nupstream: "+serveAgent(c)+"\n", store)
-	bB := startBaton(t, "agent: b\nupstream: "+serveAgent(b)+"\n"+peerYAML(map[string]string{"c": cB.IngressAddr()})+"retry: {attempts: 1}\n", store)
-	b.egress = bB.EgressAddr()
-	aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\nadmin_token: "+consoleToken+"\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+
-		"edges: [{to: b, side_effects: [{name: draft, compensate: {path: /discard, body: '{\"draft\": {{json .Response.draft_id}}}'}}]}]\n", store)
+	b := &sagaAgent{effect: "draft", work: "/draft", undo: "/discard", next: "c", nextPath: "/ship", seq: new(atomic.Int64)}
+	aB := draftChain(t, func() state.Store { return store }, b, "admin_token: "+consoleToken+"\n"+
+		"edges: [{to: b, side_effects: [{name: draft, compensate: {path: /discard, body: '{\"draft\": {{json .Response.draft_id}}}'}}]}]\n")
 
 	const trace = "e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5"
 	resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/draft", `{"doc":"q4"}`,
