@@ -38,7 +38,6 @@ func SideEffectsOf(h http.Header) []string {
 	return out
 }
 
-
 // Compensation marks a handoff Baton makes itself to undo a side effect
 // (docs/compensation.md): Of names the record and effect it undoes, and the
 // sending edge fills RecordID with the handoff's own record.

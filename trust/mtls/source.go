@@ -22,8 +22,8 @@ type Options struct {
 	// have, with {agent} where the agent's name goes
 	// (/ns/agents/sa/{agent}); unset, any path whose last segment is the
 	// agent's name.
-	IDPath string
-	MinVersion  uint16 // tls.VersionTLS13 unless set
+	IDPath     string
+	MinVersion uint16 // tls.VersionTLS13 unless set
 	// Reload is how often the files are checked for a change.
 	Reload time.Duration
 	Log    *slog.Logger
