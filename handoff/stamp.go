@@ -25,7 +25,7 @@ func (s Stamp) validate() error {
 	if s.Agent == "" {
 		errs = append(errs, errors.New("agent must not be empty"))
 	}
-	if !isTraceID(s.TraceID) {
+	if !ValidTraceID(s.TraceID) {
 		errs = append(errs, fmt.Errorf("trace id %q must be 32 lowercase hexadecimal digits, not all zero", s.TraceID))
 	}
 	if s.Hop < 0 {
@@ -37,7 +37,9 @@ func (s Stamp) validate() error {
 	return errors.Join(errs...)
 }
 
-func isTraceID(id string) bool {
+// ValidTraceID reports a W3C trace id: 32 lower-case hex digits, not all
+// zero.
+func ValidTraceID(id string) bool {
 	if len(id) != 32 || id == "00000000000000000000000000000000" {
 		return false
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/problem"
 )
 
@@ -106,7 +107,7 @@ func waitParam(r *http.Request) (time.Duration, error) {
 // not a trace id.
 func traceParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := chi.URLParam(r, "trace_id")
-	if !validTraceID(id) {
+	if !handoff.ValidTraceID(id) {
 		problem.Write(w, r, problem.NotFound, "not a trace id: 32 lower-case hex digits")
 		return "", false
 	}

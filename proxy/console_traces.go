@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
 )
 
@@ -107,7 +108,7 @@ func (s *Server) consoleTrace(w http.ResponseWriter, r *http.Request) {
 func (s *Server) consoleAbandon(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "trace_id")
 	back := "/console/traces/" + id
-	if !validTraceID(id) {
+	if !handoff.ValidTraceID(id) {
 		s.consoleError(w, r, http.StatusNotFound, "Not found", "A trace id is 32 lower-case hex digits.")
 		return
 	}

@@ -107,7 +107,7 @@ func (s *Server) agentContext(w http.ResponseWriter, r *http.Request) {
 	if traceID == "" {
 		traceID = traceOf(r.Header.Get("traceparent"))
 	}
-	if !validTraceID(traceID) {
+	if !handoff.ValidTraceID(traceID) {
 		problem.Write(w, r, problem.BadRequest, "name the trace the content belongs to: ?trace=<32 hex digits> (the ref carries it) or a traceparent header")
 		return
 	}
@@ -191,14 +191,6 @@ func traceOf(tp string) string {
 		return ""
 	}
 	return parts[1]
-}
-
-func validTraceID(id string) bool {
-	if len(id) != 32 || id == strings.Repeat("0", 32) {
-		return false
-	}
-	_, err := hex.DecodeString(id)
-	return err == nil && strings.ToLower(id) == id
 }
 
 // toBaton reports whether a request's Host names the Baton itself (a
