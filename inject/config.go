@@ -61,6 +61,9 @@ type Config struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 	// InitResources are the iptables init container's.
 	InitResources corev1.ResourceRequirements `json:"initResources,omitempty"`
+	// Instrumentation is the zero-code OpenTelemetry instrumentation that
+	// pods annotated baton.dev/instrument get.
+	Instrumentation Instrumentation `json:"instrumentation,omitempty"`
 }
 
 // SecretKey names one key of a Secret in the pod's namespace.
@@ -154,6 +157,7 @@ func (c *Config) ApplyDefaults() {
 	if c.ConfigMap == "" {
 		c.ConfigMap = DefaultConfigMap
 	}
+	c.Instrumentation.Images.applyDefaults()
 }
 
 // dnsName is a DNS-1123 subdomain: the names of ConfigMaps and Secrets.
@@ -217,6 +221,7 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("env[%d].name", i), "must be set, and not BATON_AGENT, BATON_UPSTREAM or BATON_INTERCEPT_MODE (the injector sets them per pod), got %q", e.Name)
 		}
 	}
+	errs = append(errs, c.Instrumentation.validate()...)
 	sortErrs(errs)
 	return errors.Join(errs...)
 }

@@ -24,6 +24,8 @@ type Overrides struct {
 	Agent     string
 	AgentPort int32
 	ConfigMap string
+	// Instrument is baton.dev/instrument: nodejs, python, java or dotnet.
+	Instrument string
 }
 
 // Validate checks the flags, naming each.
@@ -43,6 +45,11 @@ func (ov Overrides) Validate() error {
 	if ov.ConfigMap != "" && !dnsName.MatchString(ov.ConfigMap) {
 		errs = append(errs, fmt.Errorf("--config-map: must be a ConfigMap name, got %q", ov.ConfigMap))
 	}
+	if ov.Instrument != "" {
+		if err := CheckLanguage(ov.Instrument); err != nil {
+			errs = append(errs, fmt.Errorf("--instrument: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -59,6 +66,7 @@ func (ov Overrides) annotations() map[string]string {
 		a[AnnotationAgentPort] = strconv.Itoa(int(ov.AgentPort))
 	}
 	set(AnnotationConfigMap, ov.ConfigMap)
+	set(AnnotationInstrument, ov.Instrument)
 	return a
 }
 
@@ -69,10 +77,16 @@ type Result struct {
 	// why.
 	Injected bool
 	Reason   string
+	// Note says what became of the instrumentation the workload asked
+	// for (Options.InstrumentNote).
+	Note string
 }
 
 func (r Result) String() string {
 	s := strings.ToLower(r.Kind) + "/" + r.Name
+	if r.Injected && r.Note != "" {
+		return s + " injected, " + r.Note
+	}
 	if r.Injected {
 		return s + " injected"
 	}
@@ -246,9 +260,11 @@ func (in *Injector) object(obj map[string]any, prefix string, ov Overrides) ([]O
 	for k, v := range ov.annotations() {
 		pt.Annotations[k] = v
 	}
-	if _, err := in.Pod(&pt.ObjectMeta, &pt.Spec, name); err != nil {
+	o, err := in.Pod(&pt.ObjectMeta, &pt.Spec, name)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%s %q: %w", kind, name, err)
 	}
+	res.Note = o.InstrumentNote()
 	ops, err := diff(prefix+tpath, before, &pt)
 	if err != nil {
 		return nil, nil, err

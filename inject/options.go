@@ -72,6 +72,13 @@ type Options struct {
 	ExcludeOutboundPorts string
 	ExcludeInboundPorts  string
 	ExcludeOutboundCIDRs string
+	// Instrument is the language of the zero-code OpenTelemetry
+	// instrumentation the pod asks for (baton.dev/instrument), "" for none.
+	Instrument string
+	// OperatorAnnotation is the OpenTelemetry Operator's inject annotation
+	// the pod carries, if any: the Operator instruments the pod, and Baton
+	// adds no instrumentation of its own.
+	OperatorAnnotation string
 }
 
 // AnnotationError is a pod annotation with a value the injector cannot use.
@@ -188,6 +195,11 @@ func (c *Config) options(meta *metav1.ObjectMeta, fallbackName string) (Options,
 			}
 			o.NoProxy = append(o.NoProxy, e)
 		}
+	}
+	if lang, operator, err := instrumentOptions(a); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.Instrument, o.OperatorAnnotation = lang, operator
 	}
 	if !portList(o.ExcludeOutboundPorts) {
 		bad(AnnotationExcludeOutboundPorts, "must be comma-separated ports")

@@ -35,8 +35,9 @@ func (o Op) MarshalJSON() ([]byte, error) {
 // diff returns the JSON Patch that turns before into after, both values
 // marshalled to JSON the same way, under the pointer prefix. It descends
 // into objects, and into arrays of equal length; an array that only grew at
-// either end gets one add per new element; any other changed array or value
-// is replaced whole. Object keys are visited in sorted order, so the patch
+// either end gets one add per new element, one that grew at the end and
+// changed before it the changes and the adds; any other changed array or
+// value is replaced whole. Object keys are visited in sorted order, so the patch
 // is the same on every run.
 func diff(prefix string, before, after any) ([]Op, error) {
 	a, err := normalize(before)
@@ -124,6 +125,15 @@ func diffArray(path string, a, b []any, ops *[]Op) {
 	case n > 0 && reflect.DeepEqual(a, b[n:]):
 		// Inserted in front: each add at index i shifts what follows.
 		for i := 0; i < n; i++ {
+			*ops = append(*ops, Op{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: b[i]})
+		}
+	case n > 0:
+		// Changed in place and grown at the end (a variable added to, and
+		// more appended): the changes, then the adds.
+		for i := range a {
+			diffValue(path+"/"+strconv.Itoa(i), a[i], b[i], ops)
+		}
+		for i := len(a); i < len(b); i++ {
 			*ops = append(*ops, Op{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: b[i]})
 		}
 	default:

@@ -23,7 +23,10 @@ func TestDiffAppliesToAfter(t *testing.T) {
 		{"appended", `{"l":[1,2]}`, `{"l":[1,2,3,4]}`, 2},
 		{"prepended", `{"l":[{"n":"app"}]}`, `{"l":[{"n":"init"},{"n":"baton"},{"n":"app"}]}`, 2},
 		{"element changed in place", `{"l":[{"n":"a","e":[]},{"n":"b"}]}`, `{"l":[{"n":"a","e":[{"x":1}]},{"n":"b"}]}`, 1},
+		{"changed in place and appended", `{"env":[{"n":"NODE_OPTIONS","v":"--x"},{"n":"A"}]}`,
+			`{"env":[{"n":"NODE_OPTIONS","v":"--x --require y"},{"n":"A"},{"n":"B"},{"n":"C"}]}`, 3},
 		{"reordered", `{"l":[1,2,3]}`, `{"l":[3,1]}`, 1},
+		{"grown in the middle", `{"l":[1,2]}`, `{"l":[1,3,2]}`, 2},
 		{"key needing escapes", `{"m":{}}`, `{"m":{"baton.dev/status":"injected","a~b":"c"}}`, 2},
 		{"type changed", `{"a":[1]}`, `{"a":{"b":1}}`, 1},
 	} {

@@ -75,6 +75,9 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 		if v.Name == configVolume || v.Name == keyVolume || v.Name == tlsVolume || v.Name == runVolume {
 			return o, fmt.Errorf("the pod already has a volume named %s, which Baton's sidecar needs", v.Name)
 		}
+		if v.Name == instrumentVolume && o.instruments() {
+			return o, fmt.Errorf("the pod already has a volume named %s, which Baton's instrumentation needs", v.Name)
+		}
 	}
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
@@ -116,6 +119,11 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 		first = append(first, in.iptablesContainer(o))
 	}
 	first = append(first, in.sidecar(o))
+	if o.instruments() {
+		// After Baton's and before the pod's own: nothing of the pod's
+		// waits longer for Baton than it did.
+		first = append(first, in.instrumentContainer(o))
+	}
 	spec.InitContainers = append(first, spec.InitContainers...)
 
 	if o.Intercept == ModeProxy {
@@ -133,16 +141,16 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 			}
 		}
 	}
+	if o.instruments() {
+		if err := in.instrument(spec, o); err != nil {
+			return o, err
+		}
+	}
 	return o, nil
 }
 
 func hasEnv(c *corev1.Container, name string) bool {
-	for _, e := range c.Env {
-		if e.Name == name {
-			return true
-		}
-	}
-	return false
+	return envIndex(c, name) >= 0
 }
 
 func (in *Injector) sidecar(o Options) corev1.Container {

@@ -156,7 +156,15 @@ func (h *Webhook) Review(req *admissionv1.AdmissionRequest, nsEnabled bool) *adm
 	}
 	pt := admissionv1.PatchTypeJSONPatch
 	resp.PatchType = &pt
-	log.Info("injected", "agent", o.Agent, "intercept", o.Intercept, "config_map", o.ConfigMap, "dry_run", req.DryRun != nil && *req.DryRun)
+	attrs := []any{"agent", o.Agent, "intercept", o.Intercept, "config_map", o.ConfigMap, "dry_run", req.DryRun != nil && *req.DryRun}
+	if note := o.InstrumentNote(); note != "" {
+		attrs = append(attrs, "instrument", note)
+	}
+	if o.Instrument != "" && o.OperatorAnnotation != "" {
+		warn("%s: %s not applied: the pod carries %s, so the OpenTelemetry Operator instruments it",
+			AnnotationInstrument, o.Instrument, o.OperatorAnnotation)
+	}
+	log.Info("injected", attrs...)
 	return resp
 }
 
