@@ -18,12 +18,13 @@ import (
 // injectUsage is the inject part of baton's usage text.
 const injectUsage = `  baton inject -f FILE [-f FILE]... [--intercept proxy|transparent] [--agent NAME]
          [--agent-port PORT] [--config-map NAME] [--image IMAGE] [--init-image IMAGE]
-         [--config FILE]
+         [--instrument nodejs|python|java|dotnet] [--config FILE]
                                  print the manifests (YAML, several documents, List
                                  kinds; FILE - is stdin) with Baton added to every
                                  Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet,
                                  Job and CronJob, as the webhook would; other kinds
-                                 are printed unchanged
+                                 are printed unchanged; --instrument adds zero-code
+                                 OpenTelemetry instrumentation to the app containers
   baton inject-webhook --tls-cert FILE --tls-key FILE [--listen :8443] [--config FILE]
                                  serve the mutating admission webhook over HTTPS
                                  (POST /mutate, /mutate/namespace; /healthz, /readyz);
@@ -87,6 +88,7 @@ func injectCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fl.StringVar(&ov.Agent, "agent", "", "the agent's name (default: the template's app label, else the workload's name)")
 	port := fl.Int("agent-port", 0, "the agent's port, where ingress delivers (default 8080)")
 	fl.StringVar(&ov.ConfigMap, "config-map", "", "ConfigMap holding baton.yaml (default baton)")
+	fl.StringVar(&ov.Instrument, "instrument", "", "zero-code OpenTelemetry instrumentation: nodejs, python, java or dotnet")
 	image := fl.String("image", "", "Baton's image (default "+defaultImage()+")")
 	initImage := fl.String("init-image", "", "the iptables init container's image (default "+defaultInitImage()+", or --image)")
 	cfgPath := fl.String("config", "", "injector configuration file (the chart's injector.yaml)")

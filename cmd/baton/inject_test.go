@@ -105,6 +105,24 @@ func TestInjectCommandDefaults(t *testing.T) {
 	}
 }
 
+func TestInjectCommandInstrument(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: scout}\nspec: {containers: [{name: a, image: x}]}\n"
+	if err := injectCmd([]string{"-f", "-", "--instrument", "nodejs"}, strings.NewReader(pod), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"baton.dev/instrument: nodejs", "name: baton-instrument", inject.DefaultNodeJSImage,
+		"value: --require /otel-auto-instrumentation-nodejs/autoinstrumentation.js", "value: tracecontext,baggage"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, stdout.String())
+		}
+	}
+	if got := stderr.String(); got != "pod/scout injected, with nodejs instrumentation\n" {
+		t.Errorf("stderr %q", got)
+	}
+}
+
 func TestInjectCommandErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -118,6 +136,7 @@ func TestInjectCommandErrors(t *testing.T) {
 		{"bad port", []string{"-f", "-", "--agent-port", "15000"}, 2, "--agent-port"},
 		{"port out of range", []string{"-f", "-", "--agent-port", "99999"}, 2, "--agent-port"},
 		{"stray argument", []string{"-f", "-", "deploy.yaml"}, 2, "unexpected argument"},
+		{"unknown instrument", []string{"-f", "-", "--instrument", "ruby"}, 2, `--instrument: must be nodejs, python, java or dotnet, got "ruby"`},
 		{"missing file", []string{"-f", "/nonexistent.yaml"}, 1, "no such file"},
 		{"bad config", []string{"-f", "-", "--config", "/nonexistent.yaml"}, 1, "no such file"},
 	} {
