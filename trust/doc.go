@@ -52,4 +52,14 @@
 // means none was received, and then the configuration alone decides.
 // Policy answers, per edge, whether a handoff may pass and with which
 // Posture (trusted, evaluate, untrusted) its content is treated.
+//
+// # Callers that run no Baton
+//
+// Callers names a caller that sends no Baton-Agent and no signature by the
+// first inbound edge with callers it matches: its source network, then a
+// bearer token (compared in constant time) or a JWT (RS256, ES256 or
+// EdDSA, checked with github.com/golang-jwt/jwt/v5 against a JWK Set that
+// ParseJWKS reads with the standard library, from a JWKSFile or a
+// JWKSURL), or none. The edge's Policy rule admits only such a Caller, and
+// gives an anonymous one the untrusted posture unless configured.
 package trust

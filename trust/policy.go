@@ -34,6 +34,12 @@ type EdgeRule struct {
 	Peer             string
 	Posture          Posture // "" means DefaultPosture
 	RequireSignature bool
+	// Callers marks an inbound edge for callers that run no Baton
+	// (callers.go): only a Caller its rule named may cross it, and only
+	// such an edge admits a Caller.
+	Callers bool
+
+	postureSet bool // Posture was configured, not defaulted
 }
 
 // Handoff is the question put to a Policy.
@@ -48,6 +54,9 @@ type Handoff struct {
 	// Grant is, at egress, the grant this agent received with the handoff
 	// that caused this one; nil when it received none.
 	Grant *Grant
+	// Caller is, at ingress, the caller that runs no Baton a callers edge
+	// named (Peer is then its edge's name); nil for a Baton's handoff.
+	Caller *Caller
 }
 
 // Reasons of a Decision, stable for metrics labels and problem types.
@@ -88,6 +97,7 @@ func NewPolicy(outbound, inbound []EdgeRule) (*Policy, error) {
 	}{{"outbound", outbound, p.out}, {"inbound", inbound, p.in}} {
 		for i, r := range side.rules {
 			at := fmt.Sprintf("%s[%d]", side.name, i)
+			r.postureSet = r.Posture != ""
 			if r.Posture == "" {
 				r.Posture = DefaultPosture
 			}
@@ -96,6 +106,10 @@ func NewPolicy(outbound, inbound []EdgeRule) (*Policy, error) {
 				errs = append(errs, fmt.Errorf("%s.peer: must be set", at))
 			case !r.Posture.Valid():
 				errs = append(errs, fmt.Errorf("%s.posture: must be trusted, evaluate or untrusted, got %q", at, r.Posture))
+			case r.Callers && side.name == "outbound":
+				errs = append(errs, fmt.Errorf("%s.callers: callers that run no Baton only send", at))
+			case r.Callers && r.RequireSignature:
+				errs = append(errs, fmt.Errorf("%s.require_signature: callers that run no Baton sign nothing", at))
 			}
 			if _, dup := side.dst[r.Peer]; dup {
 				errs = append(errs, fmt.Errorf("%s.peer: %q has an %s edge already", at, r.Peer, side.name))
@@ -129,11 +143,26 @@ func (p *Policy) Outbound(h Handoff) Decision {
 // an inbound edge from it, and a signature-requiring edge needs h.Signed.
 // An unsigned handoff that the edge lets through comes from whoever claims
 // to be h.Peer, so its posture is lowered to Untrusted.
+//
+// A callers edge admits only the Caller its rule named, never a Baton
+// claiming its name: a Caller takes the edge's posture when one is
+// configured, else Untrusted when anonymous and DefaultPosture when its
+// credential checked out.
 func (p *Policy) Inbound(h Handoff) Decision {
 	r, ok := p.in[h.Peer]
 	switch {
 	case !ok:
 		return deny(DecisionNoEdge, "no inbound edge from "+quoteForError(h.Peer))
+	case r.Callers && h.Caller == nil:
+		return deny(DecisionNoEdge, "the edge from "+quoteForError(h.Peer)+" is for callers that run no Baton")
+	case !r.Callers && h.Caller != nil:
+		return deny(DecisionNoEdge, "the edge from "+quoteForError(h.Peer)+" is not for callers that run no Baton")
+	case h.Caller != nil:
+		posture := r.Posture
+		if !r.postureSet && h.Caller.Anonymous() {
+			posture = Untrusted
+		}
+		return Decision{Allow: true, Reason: DecisionAllowed, Posture: posture}
 	case !h.Signed && r.RequireSignature:
 		return deny(DecisionUnsigned, "the edge from "+quoteForError(h.Peer)+" requires a signature")
 	case !h.Signed:

@@ -97,3 +97,59 @@ func TestNewPolicyRefuses(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPolicyCallers: a callers edge admits only the caller its rule named,
+// with its configured posture, else untrusted when anonymous and evaluate
+// when a credential checked out; no other edge admits a caller.
+func TestPolicyCallers(t *testing.T) {
+	t.Parallel()
+	p, err := trust.NewPolicy(nil, []trust.EdgeRule{
+		{Peer: "web", Callers: true},
+		{Peer: "cron", Callers: true, Posture: trust.Trusted},
+		{Peer: "planner", RequireSignature: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := &trust.Caller{Edge: "web", Via: trust.CallerBearer}
+	anon := &trust.Caller{Edge: "web", Via: trust.CallerAnonymous}
+	tests := []struct {
+		name string
+		h    trust.Handoff
+		want trust.Decision
+	}{
+		{"bearer caller: default posture", trust.Handoff{Peer: "web", Caller: bearer},
+			trust.Decision{Allow: true, Reason: trust.DecisionAllowed, Posture: trust.Evaluate}},
+		{"anonymous caller: untrusted", trust.Handoff{Peer: "web", Caller: anon},
+			trust.Decision{Allow: true, Reason: trust.DecisionAllowed, Posture: trust.Untrusted}},
+		{"network caller: untrusted", trust.Handoff{Peer: "web", Caller: &trust.Caller{Edge: "web", Via: trust.CallerNetwork, Subject: "127.0.0.1"}},
+			trust.Decision{Allow: true, Reason: trust.DecisionAllowed, Posture: trust.Untrusted}},
+		{"anonymous caller: configured posture wins", trust.Handoff{Peer: "cron", Caller: &trust.Caller{Edge: "cron", Via: trust.CallerAnonymous}},
+			trust.Decision{Allow: true, Reason: trust.DecisionAllowed, Posture: trust.Trusted}},
+		{"a Baton claiming a callers edge's name", trust.Handoff{Peer: "web"},
+			trust.Decision{Reason: trust.DecisionNoEdge}},
+		{"a signed Baton claiming a callers edge's name", trust.Handoff{Peer: "web", Signed: true},
+			trust.Decision{Reason: trust.DecisionNoEdge}},
+		{"a caller on a Baton's edge", trust.Handoff{Peer: "planner", Caller: &trust.Caller{Edge: "planner", Via: trust.CallerBearer}},
+			trust.Decision{Reason: trust.DecisionNoEdge}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := p.Inbound(tc.h)
+			if got.Allow != tc.want.Allow || got.Reason != tc.want.Reason || got.Posture != tc.want.Posture {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if !got.Allow && got.Detail == "" {
+				t.Error("a denial without detail")
+			}
+		})
+	}
+	_, err = trust.NewPolicy([]trust.EdgeRule{{Peer: "out", Callers: true}},
+		[]trust.EdgeRule{{Peer: "web", Callers: true, RequireSignature: true}})
+	for _, want := range []string{"outbound[0].callers", "inbound[0].require_signature"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewPolicy = %v, want an error with %q", err, want)
+		}
+	}
+}
