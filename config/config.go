@@ -179,6 +179,9 @@ type Edge struct {
 	// SideEffects declares what the receiver may do and how to undo it
 	// (docs/compensation.md). Outbound edges only.
 	SideEffects []SideEffect `yaml:"side_effects"`
+	// Callers makes an inbound edge the edge of callers that run no Baton
+	// (callers.go); From is the name they get.
+	Callers *Callers `yaml:"callers"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is

@@ -110,6 +110,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateEdges(bad)
+	c.validateCallers(bad)
 	c.validateGroups(bad)
 	validateDedupe(bad, "dedupe", &c.Dedupe)
 	validateRetry(bad, "retry", &c.Retry)
