@@ -93,6 +93,7 @@ func (r *Record) entrySize() int {
 		len(r.Target) + len(r.RequestDigest) +
 		opt(r.ParentID != "", `,"parent_id":""`) + len(r.ParentID) + opt(r.Key != "", `,"idempotency_key":""`) + len(r.Key) +
 		opt(r.Grant != "", `,"grant":""`) + len(r.Grant) + opt(r.SenderKeyID != "", `,"sender_key_id":""`) + len(r.SenderKeyID) +
+		opt(r.Caller != "", `,"caller":""`) + len(r.Caller) +
 		opt(len(r.Trust) != 0, `,"trust":[]`) + opt(r.KeySource != "", `,"key_source":""`) + len(r.KeySource) +
 		opt(r.Position != 0, `,"position":10`) + opt(r.Correlation != "", `,"correlation":""`) + len(r.Correlation) +
 		opt(r.Call != "", `,"call":""`) + len(r.Call) + opt(r.Compensates != "", `,"compensates":""`) + len(r.Compensates) +

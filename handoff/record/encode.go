@@ -80,6 +80,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"sender_key_id":`...)
 		b = appendString(b, r.SenderKeyID)
 	}
+	if r.Caller != "" {
+		b = append(b, `,"caller":`...)
+		b = appendString(b, r.Caller)
+	}
 	if r.KeySource != "" {
 		b = append(b, `,"key_source":`...)
 		b = appendString(b, r.KeySource)

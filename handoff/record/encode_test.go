@@ -38,6 +38,7 @@ var encodedFields = map[reflect.Type][]string{
 		"trust,omitempty: []string",
 		"grant,omitempty: string",
 		"sender_key_id,omitempty: string",
+		"caller,omitempty: string",
 		"key_source,omitempty: string",
 		"position,omitempty: int",
 		"correlation,omitempty: string",
@@ -323,7 +324,7 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 		r.Effects = nil
 	}
 	for _, s := range []*string{&r.ID, &r.TraceID, &r.SpanID, &r.ParentID, (*string)(&r.Side), &r.From, &r.To,
-		&r.Key, &r.Method, &r.Target, &r.Call, &r.RequestDigest, &r.Grant, &r.SenderKeyID, (*string)(&r.State),
+		&r.Key, &r.Method, &r.Target, &r.Call, &r.RequestDigest, &r.Grant, &r.SenderKeyID, &r.Caller, (*string)(&r.State),
 		&r.Outcome, &r.Error, &r.KeySource, &r.Correlation, &r.StoppedAt, &r.ResolvedBy, &r.Compensates} {
 		*s = toValidUTF8(*s)
 	}
@@ -417,6 +418,7 @@ func fullRecord() *Record {
 		Trust:       []string{"verified", "untrusted:web"},
 		Grant:       "read:docs",
 		SenderKeyID: "k1",
+		Caller:      "jwt:user-<7>",
 		KeySource:   KeyFromPosition,
 		Position:    2,
 		Correlation: CorrelatedByBaggage,
@@ -712,7 +714,7 @@ func randRecord(rng *rand.Rand) *Record {
 		Side: Side(randString(rng)), From: randString(rng), To: randString(rng), Hop: randInt(rng),
 		Key: randString(rng), Method: randString(rng), Target: randString(rng), Call: randString(rng),
 		RequestDigest: randString(rng), Trust: randStrings(rng), Grant: randString(rng),
-		SenderKeyID: randString(rng), State: State(randString(rng)), Status: randInt(rng),
+		SenderKeyID: randString(rng), Caller: randString(rng), State: State(randString(rng)), Status: randInt(rng),
 		Attempts: randInt(rng), Latency: randFloat(rng), Outcome: randString(rng),
 		Error: randString(rng), KeySource: randString(rng), Position: randInt(rng), Correlation: randString(rng),
 		Compensates: randString(rng), Effects: randStrings(rng),
@@ -776,7 +778,7 @@ func FuzzRecordAppendJSON(f *testing.F) {
 		body []byte, hval, trust string, sec, nsec int64, zone int, flags uint8) {
 		r := &Record{ID: id, TraceID: hkey, From: outcome, To: hval, Hop: hop, Status: status,
 			Attempts: hop ^ status, Latency: latency, Outcome: outcome, Error: trust, KeySource: hval,
-			Position: status, Correlation: hkey, StoppedAt: id, ResolvedBy: outcome, Call: trust, Compensates: hval,
+			Position: status, Correlation: hkey, StoppedAt: id, ResolvedBy: outcome, Call: trust, Compensates: hval, Caller: outcome,
 			State: State(hval), Side: Side(id), Replayable: flags&1 != 0,
 			Created: time.Unix(sec, nsec).In(time.FixedZone("", zone%(1<<20))),
 			Updated: time.Unix(nsec, sec%1e9).UTC()}
@@ -933,6 +935,7 @@ func TestEntrySize(t *testing.T) {
 		TaskID: "task-1", Intent: "flag anomalies", Completeness: 0.8333333333333334, OpenQuestions: 2, Unverified: 1, Violations: 3}
 	full.Trust = []string{"posture=verified", "untrusted=/data/0<-https://example.com"}
 	full.Grant, full.SenderKeyID, full.Error = "grant-token", "key-1", "connection refused"
+	full.Caller = "jwt:service-account-7"
 	full.KeySource, full.Position, full.Correlation = KeyFromPosition, 3, CorrelatedByTraceparent
 	full.StoppedAt, full.ResolvedBy = NewID("4bf92f3577b34da6a3ce929d0e0e4736"), NewID("4bf92f3577b34da6a3ce929d0e0e4736")
 	bare := &Record{ID: NewID("4bf92f3577b34da6a3ce929d0e0e4736"), TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",

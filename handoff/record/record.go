@@ -94,6 +94,10 @@ type Record struct {
 	Trust       []string `json:"trust,omitempty"`
 	Grant       string   `json:"grant,omitempty"`
 	SenderKeyID string   `json:"sender_key_id,omitempty"`
+	// Caller says, on a receipt from a caller that runs no Baton named by
+	// a callers edge, how it was identified: "jwt:<sub>", "bearer",
+	// "network:<ip>" or "anonymous".
+	Caller string `json:"caller,omitempty"`
 	// KeySource says where the idempotency key came from (see the Key*
 	// constants); Position is the handoff's position among the calls to its
 	// peer in the handling of the inbound handoff it was made for (when the
