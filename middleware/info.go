@@ -92,6 +92,10 @@ type Info struct {
 	// Signed reports a verified signature; SenderKeyID names its key.
 	Signed      bool
 	SenderKeyID string
+	// Caller is, at ingress, the caller that runs no Baton a callers edge
+	// named (callers.go); From is then its edge's name. Nil for a Baton's
+	// handoff and for a caller no edge names.
+	Caller *trust.Caller
 	// Posture is how the peer's content is taken: trusted, evaluate or
 	// untrusted.
 	Posture string
@@ -143,6 +147,11 @@ type Info struct {
 	// taken off by Identity, for CorrelateFetch.
 	member string
 }
+
+// SenderRunsNoBaton reports, at ingress, whether the sender runs no Baton:
+// it sent no Baton-Agent, or a callers edge named it. Such a sender is a
+// chain's entry: its answer carries the key the handling ran under.
+func (i *Info) SenderRunsNoBaton() bool { return i.From == "" || i.Caller != nil }
 
 // Handoff reports whether the request is a handoff between agents (as
 // opposed to an external fetch).

@@ -63,6 +63,7 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 			}
 			rec.Envelope = EnvelopeSummary(in)
 			rec.SenderKeyID = in.SenderKeyID
+			rec.Caller = in.Caller.String()
 			if in.GrantIn != nil {
 				rec.Grant = r.Header.Get(HeaderGrant)
 			}

@@ -12,6 +12,10 @@ package middleware
 // (Baton-Grant, covered by the signature) is remembered under the trace so
 // that the agent's own handoffs in it can be checked against it.
 //
+// A caller that runs no Baton, named by Callers (callers.go) just before,
+// arrives here unsigned with its edge's name in Baton-Agent; the policy
+// admits it on that callers edge only.
+//
 // It sits after Trace (which keeps the traceparent as received, as the
 // signature covers it) and Limit (it reads the capped body), before
 // HopGuard. It needs no store itself.
@@ -93,7 +97,7 @@ func Verify(o VerifyOptions) func(http.Handler) http.Handler {
 			}
 			switch {
 			case o.Policy != nil:
-				d := o.Policy.Inbound(trust.Handoff{Peer: claimed, Signed: in.Signed})
+				d := o.Policy.Inbound(trust.Handoff{Peer: claimed, Signed: in.Signed, Caller: in.Caller})
 				if !d.Allow {
 					if d.Reason == trust.DecisionUnsigned {
 						refuseSignature(w, r, trust.ReasonMissing, d.Detail)

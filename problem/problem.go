@@ -73,6 +73,7 @@ const (
 	NotAbandonable      Class = "not-abandonable"
 	TraceAbandoned      Class = "trace-abandoned"
 	TLSIdentityMismatch Class = "tls-identity-mismatch"
+	BadCredential       Class = "bad-credential"
 )
 
 type classInfo struct {
@@ -129,6 +130,7 @@ var classes = map[Class]classInfo{
 	NotAbandonable:      {"Trace not abandonable", http.StatusConflict, -32089},
 	TraceAbandoned:      {"Trace abandoned", http.StatusConflict, -32090},
 	TLSIdentityMismatch: {"TLS identity is another agent's", http.StatusForbidden, -32091},
+	BadCredential:       {"Caller credential refused", http.StatusUnauthorized, -32092},
 }
 
 // Type returns the class's type URI.
