@@ -47,7 +47,7 @@ func ingressAnswer(resp *http.Response) error {
 			in.StoppedAt = dl
 		}
 	}
-	if in.From == "" && in.Key != "" {
+	if in.SenderRunsNoBaton() && in.Key != "" {
 		resp.Header.Set(middleware.HeaderIdempotencyKey, middleware.QuoteKey(in.Key))
 	}
 	return nil

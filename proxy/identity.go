@@ -51,7 +51,8 @@ func newTrust(c *config.Config, env func(string) string) (*trustSetup, error) {
 	if len(c.Edges) > 0 {
 		var out, in []trust.EdgeRule
 		for _, e := range c.Edges {
-			r := trust.EdgeRule{Posture: trust.Posture(e.Posture), RequireSignature: c.RequiresSignature(e)}
+			r := trust.EdgeRule{Posture: trust.Posture(e.Posture), RequireSignature: c.RequiresSignature(e),
+				Callers: e.Callers != nil}
 			if e.To != "" {
 				r.Peer = e.To
 				out = append(out, r)

@@ -74,6 +74,8 @@ type Server struct {
 	abandonKick chan struct{} // wakes the abandon loop (abandon.go)
 	taint       *middleware.Taint
 	tlsSrc      *mtls.Source // mutual TLS between Batons (tls.go); nil: none
+	// callerRuns fetch the JWK Sets of callers edges (callers.go).
+	callerRuns []func(context.Context)
 
 	approvals *approvals // held handoffs (approvals.go)
 	approvers *approvers // who may decide them (admin_identity.go)
@@ -132,6 +134,11 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	callers, callerRuns, err := newCallers(c, env, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s.callerRuns = callerRuns
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
 	s.hs = hs
 	if s.ctxm, err = newContextMetrics(o.MeterProvider); err != nil {
@@ -287,6 +294,7 @@ func New(o Options) (*Server, error) {
 		middleware.Measure(sm.m),
 		tracing,
 		middleware.Limit(c.Limits.MaxBodyBytes),
+		middleware.Callers(callers),
 		middleware.Verify(middleware.VerifyOptions{
 			Verifier: ts.verifier, Policy: ts.policy, RequireAll: ts.verifier != nil,
 			Grants: grants, Log: o.Logger,
@@ -495,6 +503,9 @@ func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy
 func (s *Server) startBackground() {
 	if s.tlsSrc != nil {
 		s.backgroundLocked(s.tlsSrc.Run)
+	}
+	for _, run := range s.callerRuns {
+		s.backgroundLocked(run)
 	}
 	if !s.book.Enabled() {
 		return

@@ -71,6 +71,9 @@ func validate(args []string, stdout io.Writer, env func(string) string) error {
 			fmt.Fprintf(stdout, "%s: note: tls.cert_file expires in %s (%s): rotate it\n", path, left.Round(time.Minute), src.NotAfter().UTC().Format(time.RFC3339))
 		}
 	}
+	if err := proxy.CheckCallers(c, env); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
 	return nil
 }
