@@ -334,3 +334,38 @@ func TestJWKSURLRun(t *testing.T) {
 		t.Fatalf("KeySet after Run: %v", err)
 	}
 }
+
+// BenchmarkCallersMatch is the cost a callers edge adds to a request: a
+// bearer token among two, and an ES256 JWT.
+func BenchmarkCallersMatch(b *testing.B) {
+	ec := mustEC(b)
+	set, err := trust.ParseJWKS(jwksJSON(ecJWK("ec-1", &ec.PublicKey)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := trust.NewCallers([]trust.CallerRule{
+		{Edge: "web", Tokens: []string{token1, token2}},
+		{Edge: "app", JWT: &trust.JWTRule{Issuer: issuer, Audience: audience, Keys: staticKeys{set}}},
+	}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := signJWT(b, jwt.SigningMethodES256, ec, "ec-1", jwt.MapClaims{"iss": issuer, "aud": audience, "sub": "svc",
+		"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
+	src := netip.MustParseAddr("10.0.0.1")
+	for _, bc := range []struct{ name, auth, edge string }{
+		{"bearer", "Bearer " + token2, "web"},
+		{"jwt-es256", "Bearer " + tok, "app"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			q := trust.CallerRequest{Source: src, Authorization: []string{bc.auth}}
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := m.Match(context.Background(), q)
+				if err != nil || c.Edge != bc.edge {
+					b.Fatal(c, err)
+				}
+			}
+		})
+	}
+}
