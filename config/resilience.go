@@ -25,6 +25,11 @@ type Retry struct {
 	PerTryTimeout Duration `yaml:"per_try_timeout"`
 	// Timeout bounds all attempts together until response headers; 0: none.
 	Timeout Duration `yaml:"timeout"`
+	// AgentRetryAfter retries an answer the receiving agent itself marks as
+	// safe to try again: a 429 or 503 that carries Retry-After (the agent
+	// says it did not act). Off, an agent's own failure answer is final:
+	// only what surely did not reach the agent is retried (docs/resilience.md).
+	AgentRetryAfter *bool `yaml:"agent_retry_after"`
 }
 
 // Breaker configures the circuit breaker of a peer.
@@ -91,6 +96,9 @@ func (r Retry) over(o *Retry) Retry {
 	if o.Timeout != 0 {
 		r.Timeout = o.Timeout
 	}
+	if o.AgentRetryAfter != nil {
+		r.AgentRetryAfter = o.AgentRetryAfter
+	}
 	return r
 }
 
@@ -115,9 +123,9 @@ func (c *Config) RecordsOn() bool { return c.Records.Enabled == nil || *c.Record
 
 // RetryFor returns the complete retry settings of the outbound edge to peer.
 func (c *Config) RetryFor(peer string) Retry {
-	attempts, budget := DefaultRetryAttempts, DefaultRetryBudget
+	attempts, budget, agentRetry := DefaultRetryAttempts, DefaultRetryBudget, false
 	r := Retry{Attempts: &attempts, Backoff: Duration(DefaultRetryBackoff), MaxBackoff: Duration(DefaultRetryMaxBackoff),
-		Budget: &budget, BudgetWindow: Duration(DefaultBudgetWindow)}.over(&c.Retry)
+		Budget: &budget, BudgetWindow: Duration(DefaultBudgetWindow), AgentRetryAfter: &agentRetry}.over(&c.Retry)
 	if e, ok := c.OutEdge(peer); ok {
 		r = r.over(e.Retry)
 	}

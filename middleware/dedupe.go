@@ -196,6 +196,7 @@ func (d *dedupe) nonceOnly(w http.ResponseWriter, r *http.Request, in *Info, pol
 	if err != nil {
 		in.Err = err
 		w.Header().Set("Retry-After", "1")
+		MarkRefused(w, problem.StoreUnavailable)
 		problem.Write(w, r, problem.StoreUnavailable, "the signature's nonce cannot be checked; retry later")
 		return
 	}
@@ -219,6 +220,7 @@ func (d *dedupe) storeFailed(w http.ResponseWriter, r *http.Request, in *Info, p
 	// A signed handoff fails closed even on a fail_open edge: without the
 	// store its nonce cannot be checked, and a replay would get through.
 	w.Header().Set("Retry-After", "1")
+	MarkRefused(w, problem.StoreUnavailable)
 	problem.Write(w, r, problem.StoreUnavailable,
 		"the dedupe window cannot be checked, so the handoff was not delivered; retry later")
 }
@@ -230,6 +232,7 @@ func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp 
 		// Unreadable entry: refuse rather than risk a second delivery.
 		in.Dedupe, in.Err = DedupeConflict, err
 		w.Header().Set("Retry-After", "1")
+		MarkRefused(w, problem.InFlight)
 		refuse(w, r, problem.New(r, problem.InFlight, "the idempotency key is held by an entry Baton cannot read"))
 		return
 	}
@@ -249,6 +252,7 @@ func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp 
 	case statePending:
 		in.Dedupe = DedupeConflict
 		w.Header().Set("Retry-After", "1")
+		MarkRefused(w, problem.InFlight)
 		refuse(w, r, problem.New(r, problem.InFlight,
 			"a request with this Idempotency-Key is still being processed; retry after it completes"))
 	case stateNotRetained:
@@ -323,7 +327,7 @@ func (d *dedupe) renew(ctx context.Context, skey string, pending []byte, lease t
 
 // settle stores a final response for the window, or releases the claim.
 func (d *dedupe) settle(ctx context.Context, in *Info, pol *DedupePolicy, skey string, pending []byte, cw *captureWriter, completed bool) {
-	final := completed && cw.status >= 200 && (cw.status < 500 || pol.ReplayErrors)
+	final := completed && cw.status >= 200 && (pol.ReplayErrors || (cw.status < 500 && !a2aFailure(in, cw)))
 	var err error
 	if final {
 		var ok bool
@@ -339,6 +343,13 @@ func (d *dedupe) settle(ctx context.Context, in *Info, pol *DedupePolicy, skey s
 			slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
 			slog.Bool("final", final), slog.String("error", err.Error()))
 	}
+}
+
+// a2aFailure reports an A2A agent's failure inside an answer the window
+// would otherwise keep (a2a_outcome.go): released like a 5xx, so that the
+// chain re-sent runs the step again.
+func a2aFailure(in *Info, cw *captureWriter) bool {
+	return in.RPC != nil && in.RPC.MCP == nil && !cw.over && A2AFailed(cw.body.Bytes(), cw.header.Get("Content-Type"))
 }
 
 // dedupeKey scopes a key by (sender, edge) and hashes it to a fixed length;

@@ -24,7 +24,7 @@ type sagaAgent struct {
 	next, nextPath     string // "" for the last agent
 	down               *atomic.Bool
 	failUndo           int32
-	undoStatus         int           // what a failing undo answers: 503 (retried) unless set
+	undoStatus         int           // what a failing undo answers: 503 with Retry-After unless set
 	seq                *atomic.Int64 // shared by the chain: the order things happened in
 
 	egress   string
@@ -43,6 +43,8 @@ func (a *sagaAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status := http.StatusServiceUnavailable
 			if a.undoStatus != 0 {
 				status = a.undoStatus
+			} else {
+				w.Header().Set("Retry-After", "0") // the agent says it did not act
 			}
 			http.Error(w, "refund service unavailable", status)
 			return
@@ -122,7 +124,7 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 	bB := start("b", b, keys["b"].identity()+trusts("a")+peerYAML(map[string]string{"c": cB.IngressAddr()})+`edges:
   - {from: a}
   - to: c
-    retry: {attempts: 3, backoff: 5ms}
+    retry: {attempts: 3, backoff: 5ms, agent_retry_after: true}
     side_effects:
       - name: charge
         compensate: {path: /refund, body: '{"charge_id": {{json .Response.charge_id}}, "amount": {{json .Request.amount}}}'}

@@ -75,6 +75,10 @@ func errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		detail = dest + " could not be reached: " + reason(err)
 	}
+	if in != nil && in.Side == middleware.Ingress && notSent(err) {
+		// The agent was never reached: the sender may try again.
+		middleware.MarkRefused(w, c)
+	}
 	problem.Write(w, r, c, detail)
 }
 

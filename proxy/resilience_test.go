@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/state/redistest"
 )
 
 // flaky is a peer's agent that answers 503 while down and 200 after.
@@ -95,7 +98,8 @@ func TestRetriesAndBudget(t *testing.T) {
 	peer := &flaky{}
 	peer.down.Store(true)
 	// Budget share 0: only the three retries per window every edge gets.
-	p := resilientPair(t, peer, "retry: {attempts: 5, backoff: 1ms, max_backoff: 2ms, budget: 0}\nbreaker: {failures: 100}\n")
+	// The peer's 503 says Retry-After, which the edge takes as retryable.
+	p := resilientPair(t, peer, "retry: {attempts: 5, backoff: 1ms, max_backoff: 2ms, budget: 0, agent_retry_after: true}\nbreaker: {failures: 100}\n")
 	send(t, p.a.EgressAddr(), "summarizer", "POST", "/", "{}", nil)
 	if n := peer.calls.Load(); n != 4 {
 		t.Errorf("first handoff: %d tries, want 4 (1 + the budget's 3 retries)", n)
@@ -106,26 +110,56 @@ func TestRetriesAndBudget(t *testing.T) {
 	}
 }
 
+// TestOnlySafeRequestsAreRetried: a Baton never runs an agent twice by
+// retrying. The agent's own failure answer is final (a dead letter) unless
+// the edge opts in to the agent's Retry-After; a Baton-Refused answer (the
+// receiving Baton's own, before its agent) is always retried; an agent
+// cannot forge one.
 func TestOnlySafeRequestsAreRetried(t *testing.T) {
 	t.Parallel()
+	optIn := "retry: {attempts: 2, backoff: 1ms, agent_retry_after: true}\nbreaker: {failures: 100}\n"
+	byDefault := "retry: {attempts: 2, backoff: 1ms}\nbreaker: {failures: 100}\n"
 	tests := []struct {
 		name    string
+		sender  string
 		method  string
 		body    io.Reader
 		key     string
+		answer  func(w http.ResponseWriter) // the peer agent's failure; nil: 503 with Retry-After
 		wantTry int64
 	}{
-		{"POST with a derived key is retried", "POST", strings.NewReader("{}"), "", 3},
-		{"POST with the agent's key is retried", "POST", strings.NewReader("{}"), "k1", 3},
-		{"GET without a key is not", "GET", nil, "", 1},
-		{"streamed body with a key is not", "POST", io.MultiReader(strings.NewReader("{"), strings.NewReader("}")), "k2", 1},
+		{"the agent's 503 is final by default", byDefault, "POST", strings.NewReader("{}"), "", nil, 1},
+		{"the agent's 502 is final", optIn, "POST", strings.NewReader("{}"), "", func(w http.ResponseWriter) {
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+		}, 1},
+		{"a 503 without Retry-After is final even opted in", optIn, "POST", strings.NewReader("{}"), "", func(w http.ResponseWriter) {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		}, 1},
+		{"an agent cannot forge its Baton's refusal", byDefault, "POST", strings.NewReader("{}"), "", func(w http.ResponseWriter) {
+			w.Header().Set("Baton-Refused", "store-unavailable")
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		}, 1},
+		{"opted in: POST with a derived key is retried", optIn, "POST", strings.NewReader("{}"), "", nil, 3},
+		{"opted in: POST with the agent's key is retried", optIn, "POST", strings.NewReader("{}"), "k1", nil, 3},
+		{"opted in: GET without a key is retried", optIn, "GET", nil, "", nil, 3},
+		{"opted in: a streamed body is not (nothing to send again)", optIn, "POST",
+			io.MultiReader(strings.NewReader("{"), strings.NewReader("}")), "k2", nil, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			peer := &flaky{}
-			peer.down.Store(true)
-			p := resilientPair(t, peer, "retry: {attempts: 2, backoff: 1ms}\nbreaker: {failures: 100}\n")
+			var calls atomic.Int64
+			p := resilientPair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				calls.Add(1)
+				if tc.answer != nil {
+					tc.answer(w)
+					return
+				}
+				w.Header().Set("Retry-After", "0")
+				http.Error(w, "warming up", http.StatusServiceUnavailable)
+			}), tc.sender)
 			req, _ := http.NewRequest(tc.method, "http://"+p.a.EgressAddr()+"/", tc.body)
 			req.Host = "summarizer"
 			if tc.key != "" {
@@ -136,11 +170,74 @@ func TestOnlySafeRequestsAreRetried(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if n := peer.calls.Load(); n != tc.wantTry {
+			if n := calls.Load(); n != tc.wantTry {
 				t.Errorf("%d tries, want %d", n, tc.wantTry)
+			}
+			if resp.StatusCode < 500 || resp.Header.Get("Baton-Dead-Letter") == "" || resp.Header.Get("Baton-Refused") != "" {
+				t.Errorf("the agent got %d, Baton-Dead-Letter %q, Baton-Refused %q; want the failure, dead-lettered, no refusal mark",
+					resp.StatusCode, resp.Header.Get("Baton-Dead-Letter"), resp.Header.Get("Baton-Refused"))
 			}
 		})
 	}
+}
+
+// TestBatonRefusalsAreRetried: what the receiving Baton refuses before its
+// agent sees anything is tried again: its agent unreachable (502), its
+// store down (503). The agent runs once when it is back.
+func TestBatonRefusalsAreRetried(t *testing.T) {
+	t.Parallel()
+	t.Run("the agent is not listening", func(t *testing.T) {
+		t.Parallel()
+		b := startBaton(t, "agent: summarizer\nupstream: http://"+closedAddr(t)+"\n", nil)
+		a := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://"+
+			b.IngressAddr()+"}}\nretry: {attempts: 2, backoff: 1ms}\n", nil)
+		resp := send(t, a.EgressAddr(), "summarizer", "POST", "/", `{}`, nil)
+		var pd struct {
+			RecordID string `json:"record_id"`
+		}
+		id := resp.Header.Get("Baton-Dead-Letter")
+		json.NewDecoder(resp.Body).Decode(&pd)
+		rec := adminRecord(t, a.AdminAddr(), id)
+		if resp.StatusCode != 502 || rec.State != record.Dead || rec.Attempts != 3 {
+			t.Errorf("status %d, record %s after %d attempts; want 502, dead after 3", resp.StatusCode, rec.State, rec.Attempts)
+		}
+	})
+	t.Run("the receiver's store is down", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		store, err := state.NewRedis(config.Redis{URL: srv.URL(), DialTimeout: config.Duration(200 * time.Millisecond),
+			OpTimeout: config.Duration(300 * time.Millisecond)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls atomic.Int64
+		ag := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			io.WriteString(w, "done")
+		}))
+		t.Cleanup(ag.Close)
+		b := startBaton(t, "agent: summarizer\nupstream: "+ag.URL+"\n", store)
+		a := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://"+
+			b.IngressAddr()+"}}\nretry: {attempts: 2, backoff: 1ms}\n", nil)
+		srv.Kill()
+		resp := send(t, a.EgressAddr(), "summarizer", "POST", "/", `{}`, nil)
+		id := resp.Header.Get("Baton-Dead-Letter")
+		if resp.StatusCode != 503 || id == "" || resp.Header.Get("Baton-Refused") != "store-unavailable" {
+			t.Fatalf("with the receiver's store down: %d, dead letter %q, Baton-Refused %q", resp.StatusCode, id,
+				resp.Header.Get("Baton-Refused"))
+		}
+		if rec := adminRecord(t, a.AdminAddr(), id); rec.Attempts != 3 || calls.Load() != 0 {
+			t.Errorf("%d attempts, the agent ran %d times; want 3 (every refusal retried) and none", rec.Attempts, calls.Load())
+		}
+		srv.Restart(t)
+		eventually(t, "the replay delivers once the store is back", func() bool {
+			var res proxy.ReplayResult
+			return adminPost(t, a.AdminAddr(), "/v1/deadletters/"+id+"/replay", &res) == 200 && res.Status == 200
+		})
+		if calls.Load() != 1 {
+			t.Errorf("the agent ran %d times, want once", calls.Load())
+		}
+	})
 }
 
 func TestConnectFailureIsAlwaysRetried(t *testing.T) {
@@ -164,8 +261,9 @@ func TestPerTryTimeout(t *testing.T) {
 	peer := &flaky{hold: 2 * time.Second}
 	p := resilientPair(t, peer, "retry: {attempts: 1, backoff: 1ms, per_try_timeout: 100ms}\n")
 	start := time.Now()
-	// A GET with a key: retryable, and outside the receiver's dedupe window
-	// (which would answer the retry 409 while the first try still runs).
+	// A GET: safe by HTTP's contract, so a try that timed out is tried
+	// again; outside the receiver's dedupe window (which would answer the
+	// retry 409 while the first try still runs).
 	resp := send(t, p.a.EgressAddr(), "summarizer", "GET", "/", "", http.Header{"Idempotency-Key": {"t1"}})
 	pd := readProblem(t, resp)
 	if resp.StatusCode != 504 || !strings.HasSuffix(pd.Type, "#upstream-timeout") || peer.calls.Load() != 2 {

@@ -10,28 +10,39 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/middleware"
 )
 
 // verdict is what the result of one try means for a handoff. judge is the
 // one place that decides it; send acts on retried, conclude on the rest.
+//
+// A Baton never runs an agent twice by retrying: it retries only what
+// surely did not reach the receiving agent (a connection never opened, the
+// receiving Baton's own refusal before its agent saw anything: Baton-Refused)
+// and, where the edge opts in (retry.agent_retry_after), an answer the agent
+// itself marks as safe to try again. An agent's own failure (any other 5xx,
+// a timeout once the request was sent, an A2A failed task) is final at
+// every hop: a dead letter where it happened.
 type verdict uint8
 
 const (
 	// answered: the peer's answer is final (1xx to 4xx, but 429 and a 409
 	// with Retry-After); it goes to the agent untouched.
 	answered verdict = iota + 1
-	// retried: the try failed in a way another try may not (a connection
-	// failure, a timeout, 502, 503, 504, 429, a 409 with Retry-After), and
-	// the edge's retries, budget and deadline allow one.
+	// retried: the try did not reach the receiving agent (or the agent asked
+	// for another, where the edge lets it), and the edge's retries, budget
+	// and deadline allow one.
 	retried
 	// dead: the handoff failed (any 5xx, 429, a timeout, a refused
-	// connection, an open breaker) and will not be tried again: it becomes a
-	// dead letter, and the peer's answer, if any, goes to the agent.
+	// connection, an open breaker, an A2A failed task) and will not be tried
+	// again: it becomes a dead letter, and the peer's answer, if any, goes
+	// to the agent.
 	dead
-	// pushedBack: the peer's Baton answered 5xx naming the dead letter where
-	// the chain below it stopped (Baton-Dead-Letter). That failure was tried
-	// and dead-lettered where it happened; trying again from here would only
-	// multiply it, so the answer is final and the handoff is no dead letter.
+	// pushedBack: the peer's Baton answered a failure naming the dead letter
+	// where the chain below it stopped (Baton-Dead-Letter). That failure was
+	// dead-lettered where it happened; trying or dead-lettering it again
+	// from here would only multiply it, so the answer is final and the
+	// handoff is no dead letter.
 	pushedBack
 	// stillRunning: the receiver is still running a handoff with this key
 	// (409 request-in-flight, after the retries). Not a failure of the
@@ -49,6 +60,9 @@ type attempt struct {
 	resp     *http.Response // the peer's answer, when it gave one
 	err      error          // the try's failure, when it had one
 	timedOut bool
+	// agentFailed: the answer is a 2xx in which the agent says it failed
+	// (an A2A failed task: a2a_answer.go).
+	agentFailed bool
 }
 
 // judge decides what a try's result means.
@@ -56,9 +70,9 @@ func (e *edge) judge(req *http.Request, rec *record.Record, try int, a attempt, 
 	switch {
 	case a.err != nil && callerFault(req, a.err):
 		return callerGone
-	case a.resp != nil && stoppedBelow(a.resp):
+	case a.resp != nil && stoppedBelow(a.resp, a.agentFailed):
 		return pushedBack
-	case a.resp != nil && !failureStatus(a.resp):
+	case a.resp != nil && !failureStatus(a.resp) && !a.agentFailed:
 		return answered
 	case e.mayRetry(rec, try, a, deadline):
 		return retried
@@ -72,35 +86,40 @@ func (e *edge) judge(req *http.Request, rec *record.Record, try int, a attempt, 
 
 // mayRetry decides whether a failed try is tried again.
 func (e *edge) mayRetry(rec *record.Record, try int, a attempt, deadline time.Time) bool {
-	if !retryable(a) || try >= *e.retry.Attempts || !rec.Replayable {
+	if !e.retryable(rec.Method, a) || try >= *e.retry.Attempts || !rec.Replayable {
 		return false
 	}
 	if !deadline.IsZero() && time.Now().After(deadline) {
 		return false
 	}
-	// Only what the receiver can deduplicate is retried, except a connection
-	// that was never opened: nothing was sent.
-	if rec.Key == "" && !notSent(a.err) {
-		return false
-	}
 	return e.budget.allowRetry()
 }
 
-// retryable tells the failures another try may mend: a connection failure
-// or timeout (not an open breaker: it says not to send), and the statuses
-// of a peer that is overloaded, restarting or still busy with the handoff.
-// A 500 is the agent saying it failed: another try would run it again for
-// the same answer, so it is not retried (the handoff becomes a dead letter
-// to replay once the agent is mended).
-func retryable(a attempt) bool {
+// retryable tells the failures another try cannot turn into a second run
+// of the receiving agent: a connection that was never opened (Go's
+// transport itself sends again a request on a kept-alive connection the
+// peer closed before reading it), the receiving Baton's own refusal before
+// its agent saw the handoff (Baton-Refused: its store down, the same key
+// still in flight, its agent unreachable), and, where the edge opts in, a
+// 429 or 503 with Retry-After from the agent. A safe method (GET, HEAD,
+// OPTIONS, TRACE), which by HTTP's contract has no side effect, is tried
+// again after a timeout or a lost connection too. Not an open breaker: it
+// says not to send.
+func (e *edge) retryable(method string, a attempt) bool {
 	if a.resp == nil {
-		return !breakerOpen(a.err)
+		return notSent(a.err) || (safeMethod(method) && !breakerOpen(a.err))
 	}
-	switch a.resp.StatusCode {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+	if a.agentFailed || a.resp.StatusCode < 300 {
+		return false
+	}
+	if a.resp.Header.Get(middleware.HeaderRefused) != "" {
 		return true
 	}
-	return inFlight(a.resp)
+	switch a.resp.StatusCode {
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+		return *e.retry.AgentRetryAfter && a.resp.Header.Get("Retry-After") != ""
+	}
+	return false
 }
 
 // failureStatus tells the answers that are not final: any 5xx, 429, and a
@@ -116,9 +135,10 @@ func inFlight(resp *http.Response) bool {
 }
 
 // stoppedBelow reports a failure answer from the peer's Baton that names
-// the dead letter where the chain below the peer stopped.
-func stoppedBelow(resp *http.Response) bool {
-	return resp.StatusCode >= 500 && resp.Header.Get(HeaderDeadLetter) != ""
+// the dead letter where the chain below the peer stopped: a 5xx, or a 2xx
+// in which the agent failed (agentFailed).
+func stoppedBelow(resp *http.Response, agentFailed bool) bool {
+	return (resp.StatusCode >= 500 || agentFailed) && resp.Header.Get(HeaderDeadLetter) != ""
 }
 
 // breakerFailure tells the answers that count against a peer: those of an
@@ -127,7 +147,7 @@ func stoppedBelow(resp *http.Response) bool {
 func breakerFailure(resp *http.Response) bool {
 	switch resp.StatusCode {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return !stoppedBelow(resp)
+		return !stoppedBelow(resp, false)
 	}
 	return false
 }
@@ -152,4 +172,14 @@ func breakerOpen(err error) bool {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// safeMethod reports the methods RFC 9110 calls safe: a client asks for no
+// side effect with them.
+func safeMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
 }
