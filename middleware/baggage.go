@@ -24,6 +24,18 @@ const BaggageHandling = "baton.handling"
 // maxBaggage is the W3C Baggage limit on a header's size, in bytes.
 const maxBaggage = 8192
 
+// mentionsHandling reports whether h's baggage mentions baton.handling at
+// all, well-formed or not: a call that carries one carries a signal, and is
+// never tied by guesswork when the signal finds nothing.
+func mentionsHandling(h http.Header) bool {
+	for _, l := range h[HeaderBaggage] {
+		if strings.Contains(l, BaggageHandling) {
+			return true
+		}
+	}
+	return false
+}
+
 // takeHandlingMember removes every baton.handling member from h's baggage
 // and returns the handling id they name: "" when there is none, when the
 // value is not a record id, or when two members name different ids.
@@ -32,14 +44,7 @@ func takeHandlingMember(h http.Header) string {
 	if len(lines) == 0 {
 		return ""
 	}
-	found := false
-	for _, l := range lines {
-		if strings.Contains(l, BaggageHandling) {
-			found = true
-			break
-		}
-	}
-	if !found {
+	if !mentionsHandling(h) {
 		return ""
 	}
 	var id string

@@ -91,11 +91,12 @@ func BenchmarkEgressChain(b *testing.B) {
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	book := newMemBook(map[string]inbound{traceID: {hop: 1, record: "r1"}})
 	h := AccessLog(log, Egress, "analyst")(
-		Trace(tp, w3c())(
-			benchResolve(
-				Identity(book)(
-					Limit(1 << 20)(
-						IdempotencyKey(newMemBook(nil), 1<<20, false)(drain()))))))
+		Correlate(book)(
+			Trace(tp, w3c())(
+				benchResolve(
+					Identity(
+						Limit(1 << 20)(
+							IdempotencyKey(newMemBook(nil), 1<<20, false)(drain())))))))
 	header := http.Header{
 		"Content-Type": {"application/json"},
 		"Traceparent":  {"00-" + traceID + "-00f067aa0ba902b7-01"},

@@ -15,6 +15,7 @@ package middleware
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,10 +34,15 @@ type Handling struct {
 	ID      string
 	TraceID string
 	// SpanID is the ingress span's id: the parent-id of traceparent as the
-	// agent received it.
+	// agent received it; Flags its trace flags.
 	SpanID trace.SpanID
+	Flags  trace.TraceFlags
 	Hop    int
 	From   string
+	// Work reports that the inbound request may set the agent to work (not
+	// a read beside another handling: handle.go): only such handlings count
+	// for the one-in-flight rule of correlation.
+	Work bool
 	// Key is the inbound handoff's idempotency key scoped by its edge: the
 	// root of the positional keys of the agent's calls.
 	Key Scope
@@ -49,6 +55,7 @@ type Handling struct {
 	Older *Handling
 
 	done    atomic.Bool
+	untied  atomic.Int32 // calls made while h was in flight that no handling took
 	mu      sync.Mutex
 	stopped string                 // the dead letter where a chain this handling started stopped
 	calls   map[string][]slot      // by peer, in order of position
@@ -71,6 +78,27 @@ func ScopeKey(from, to, key string) Scope {
 	copy(s[:], sum[:16])
 	return s
 }
+
+// traceparent is the W3C traceparent of a call made for h: its trace, with
+// the ingress span as parent.
+func (h *Handling) traceparent() string {
+	var b [55]byte
+	copy(b[:], "00-")
+	copy(b[3:], h.TraceID)
+	b[35] = '-'
+	sid := h.SpanID
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:], []byte{byte(h.Flags)})
+	return string(b[:])
+}
+
+// NoteUntied counts a handoff the agent made, while h was in flight, that
+// Baton could tie to no handling.
+func (h *Handling) NoteUntied() { h.untied.Add(1) }
+
+// Untied returns how many handoffs NoteUntied counted.
+func (h *Handling) Untied() int { return int(h.untied.Load()) }
 
 // Done reports whether the agent has answered the inbound handoff.
 func (h *Handling) Done() bool { return h.done.Load() }

@@ -208,6 +208,7 @@ func FuzzHandlingMember(f *testing.F) {
 func TestCorrelate(t *testing.T) {
 	t.Parallel()
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	const otherTrace = "0af7651916cd43dd8448eb211c80319c"
 	id := func(n string) string { return traceID + "." + strings.Repeat(n, 16) }
 	span := func(n string) trace.SpanID {
 		id, _ := trace.SpanIDFromHex(strings.Repeat(n, 16))
@@ -217,10 +218,13 @@ func TestCorrelate(t *testing.T) {
 		name    string
 		book    func(b *memBook)
 		baggage string
-		tp      string // the traceparent the agent sent
+		tp      string // the traceparent the agent sent; "none": none
 		wantID  string // "": no handling
 		wantHow string
 		wantHop int
+		// wantTrace is the traceparent sent on when the call continues the
+		// handling's trace; "": the agent's own
+		wantTrace string
 	}{
 		{name: "nothing: uncorrelated", book: func(*memBook) {}, wantHop: 1},
 		{name: "the one handling of the trace", book: func(b *memBook) { b.begin(traceID, id("a"), span("a"), 2, "k1", false) },
@@ -251,22 +255,56 @@ func TestCorrelate(t *testing.T) {
 			b.begin(traceID, id("a"), span("a"), 1, "k1", false)
 			b.begin(traceID, id("b"), span("b"), 3, "k2", false)
 		}, wantHow: record.CorrelationAmbiguous, wantHop: 4},
+		{name: "nothing forwarded: the one handling in flight", book: func(b *memBook) {
+			b.begin(otherTrace, otherTrace+".aaaaaaaaaaaaaaaa", span("a"), 2, "k1", false)
+			b.begin(otherTrace, otherTrace+".cccccccccccccccc", span("c"), 2, "k3", true)
+		}, tp: "none", wantID: otherTrace + ".aaaaaaaaaaaaaaaa", wantHow: record.CorrelatedByInFlight, wantHop: 3,
+			wantTrace: "00-" + otherTrace + "-" + span("a").String() + "-00"},
+		{name: "nothing forwarded: reads beside the one in flight do not count", book: func(b *memBook) {
+			b.begin(otherTrace, otherTrace+".aaaaaaaaaaaaaaaa", span("a"), 2, "k1", false)
+			b.beginRead(traceID, id("b"), span("b"), 1, "k2")
+		}, tp: "none", wantID: otherTrace + ".aaaaaaaaaaaaaaaa", wantHow: record.CorrelatedByInFlight, wantHop: 3},
+		{name: "nothing forwarded, two in flight: uncorrelated", book: func(b *memBook) {
+			b.begin(otherTrace, otherTrace+".aaaaaaaaaaaaaaaa", span("a"), 2, "k1", false)
+			b.begin(traceID, id("b"), span("b"), 1, "k2", false)
+		}, tp: "none", wantHop: 1},
+		{name: "a trace this Baton handles nothing of: no guess by what is in flight", book: func(b *memBook) {
+			b.begin(otherTrace, otherTrace+".aaaaaaaaaaaaaaaa", span("a"), 2, "k1", false)
+		}, wantHop: 1},
+		{name: "a member of another trace's handling is ignored", book: func(b *memBook) {
+			b.begin(otherTrace, otherTrace+".aaaaaaaaaaaaaaaa", span("a"), 2, "k1", false)
+		}, baggage: "baton.handling=" + otherTrace + ".aaaaaaaaaaaaaaaa", wantHop: 1},
+		{name: "a member without traceparent: its handling's trace continues", book: func(b *memBook) {
+			b.begin(otherTrace, otherTrace+".aaaaaaaaaaaaaaaa", span("a"), 2, "k1", false)
+			b.begin(traceID, id("b"), span("b"), 1, "k2", false)
+		}, tp: "none", baggage: "baton.handling=" + otherTrace + ".aaaaaaaaaaaaaaaa",
+			wantID: otherTrace + ".aaaaaaaaaaaaaaaa", wantHow: record.CorrelatedByBaggage, wantHop: 3,
+			wantTrace: "00-" + otherTrace + "-" + span("a").String() + "-00"},
+		{name: "a garbage member finds nothing", book: func(b *memBook) {
+			b.begin(otherTrace, otherTrace+".aaaaaaaaaaaaaaaa", span("a"), 2, "k1", false)
+		}, tp: "none", baggage: "baton.handling=%00not-an-id", wantHop: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			book := newMemBook(nil)
 			tc.book(book)
-			in := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: traceID,
-				TraceparentIn: tc.tp}
+			in := &Info{Side: Egress, Agent: "analyst", From: "analyst", To: "summarizer", TraceID: traceID}
 			r := withInfo(httptest.NewRequest(http.MethodPost, "http://summarizer/", strings.NewReader(`{"x":1}`)), in)
+			switch tc.tp {
+			case "": // the agent forwards the trace, with a span of its own
+				r.Header.Set(HeaderTraceparent, "00-"+traceID+"-"+strings.Repeat("e", 16)+"-01")
+			case "none": // the agent forwards nothing
+			default:
+				r.Header.Set(HeaderTraceparent, tc.tp)
+			}
 			if tc.baggage != "" {
 				r.Header.Set(HeaderBaggage, "tenant=acme,"+tc.baggage)
 			}
 			var sent http.Header
-			Identity(book)(IdempotencyKey(book, 1<<20, false)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			Correlate(book)(Identity(IdempotencyKey(book, 1<<20, false)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				sent = r.Header.Clone()
-			}))).ServeHTTP(httptest.NewRecorder(), r)
+			})))).ServeHTTP(httptest.NewRecorder(), r)
 			got := ""
 			if in.Handling != nil {
 				got = in.Handling.ID
@@ -288,15 +326,27 @@ func TestCorrelate(t *testing.T) {
 			if bg := sent.Get(HeaderBaggage); strings.Contains(bg, BaggageHandling) || (tc.baggage != "" && bg != "tenant=acme") {
 				t.Errorf("baggage sent on %q: want the agent's without baton.handling", bg)
 			}
+			if tc.wantTrace != "" && sent.Get(HeaderTraceparent) != tc.wantTrace {
+				t.Errorf("traceparent sent on %q, want the handling's %q", sent.Get(HeaderTraceparent), tc.wantTrace)
+			}
+			if tc.tp == "none" && tc.wantID == "" && sent.Get(HeaderTraceparent) != "" {
+				t.Errorf("traceparent %q sent on for a call tied to nothing", sent.Get(HeaderTraceparent))
+			}
 		})
 	}
 }
 
 // begin starts a handling of trace for the test, answered already when done.
 func (b *memBook) begin(traceID, id string, span trace.SpanID, hop int, key string, done bool) {
-	h := &Handling{ID: id, TraceID: traceID, SpanID: span, Hop: hop, Key: ScopeKey("up", "analyst", key)}
+	h := &Handling{ID: id, TraceID: traceID, SpanID: span, Hop: hop, Key: ScopeKey("up", "analyst", key), Work: true}
 	end := b.Begin(h)
 	if done {
 		end()
 	}
+}
+
+// beginRead starts a handling of a read (an agent card, a task poll) for the
+// test: one that sets the agent to no work.
+func (b *memBook) beginRead(traceID, id string, span trace.SpanID, hop int, key string) {
+	b.Begin(&Handling{ID: id, TraceID: traceID, SpanID: span, Hop: hop, Key: ScopeKey("up", "analyst", key)})
 }

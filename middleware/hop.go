@@ -1,16 +1,15 @@
 package middleware
 
 // Identity and hop count. At egress, Identity strips every Baton-* and
-// signature header the agent sent (only a Baton sets them) and the
-// baton.handling baggage member, ties the handoff to the inbound handoff the
-// agent is handling (correlate.go), and sets Baton-Agent to this Baton's
-// agent and Baton-Hop to that handoff's hop plus one; past the edge's
-// max_hops it answers 508 before anything leaves. At ingress, HopGuard reads
-// Baton-Agent and Baton-Hop, answers 400 to a malformed value and 508 beyond
-// the inbound edge's max_hops; the handling Handle begins keeps the hop for
-// the agent's own handoffs. Both sit after Trace (they need the trace id)
-// and, at egress, after destination resolution. They cannot fail open: the
-// handlings are in-process.
+// signature header the agent sent (only a Baton sets them), and sets
+// Baton-Agent to this Baton's agent and Baton-Hop to the hop of the inbound
+// handoff Correlate tied the handoff to (correlate.go) plus one, or 1; past
+// the edge's max_hops it answers 508 before anything leaves. At ingress,
+// HopGuard reads Baton-Agent and Baton-Hop, answers 400 to a malformed value
+// and 508 beyond the inbound edge's max_hops; the handling Handle begins
+// keeps the hop for the agent's own handoffs. Both sit after Trace (they
+// need the trace id) and, at egress, after Correlate and destination
+// resolution. They cannot fail open: the handlings are in-process.
 
 import (
 	"net/http"
@@ -28,37 +27,33 @@ const (
 	HeaderSignatureInput = "Signature-Input"
 )
 
-// Identity returns the egress identity and hop middleware. It ties the
-// handoff to the handling it is made for (correlate.go), whose hop it
-// continues.
-func Identity(hs Handlings) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			in := info(r)
-			member := takeHandlingMember(r.Header)
-			StripBatonHeaders(r.Header)
-			if !in.Handoff() {
-				in.member = member // for CorrelateFetch
-				next.ServeHTTP(w, r)
-				return
-			}
-			in.Hop = 1
-			correlate(hs, in, member)
-			in.Uncorrelated = in.Handling == nil && in.Correlation == ""
-			if c := compensationOf(r.Context()); c != nil {
-				// Baton's own handoff, in the trace it compensates.
-				in.Compensation, in.Uncorrelated = c, false
-				r.Header.Set(HeaderCompensates, c.Of)
-			}
-			if in.MaxHops > 0 && in.Hop > in.MaxHops {
-				hopLimit(w, r, in)
-				return
-			}
-			r.Header.Set(HeaderAgent, in.Agent)
-			r.Header.Set(HeaderHop, strconv.Itoa(in.Hop))
+// Identity is the egress identity and hop middleware. A handoff continues
+// the hop of the handling Correlate tied it to (correlate.go).
+func Identity(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in := info(r)
+		StripBatonHeaders(r.Header)
+		if !in.Handoff() {
 			next.ServeHTTP(w, r)
-		})
-	}
+			return
+		}
+		in.Uncorrelated = in.Handling == nil && in.Correlation == ""
+		if in.Uncorrelated {
+			in.Hop = 1
+		}
+		if c := compensationOf(r.Context()); c != nil {
+			// Baton's own handoff, in the trace it compensates.
+			in.Compensation, in.Uncorrelated = c, false
+			r.Header.Set(HeaderCompensates, c.Of)
+		}
+		if in.MaxHops > 0 && in.Hop > in.MaxHops {
+			hopLimit(w, r, in)
+			return
+		}
+		r.Header.Set(HeaderAgent, in.Agent)
+		r.Header.Set(HeaderHop, strconv.Itoa(in.Hop))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // hopLimit refuses an outbound handoff past its edge's max_hops.

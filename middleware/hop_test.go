@@ -72,6 +72,24 @@ func (b *memBook) OfTrace(traceID string, buf []*Handling) []*Handling {
 	return buf
 }
 
+func (b *memBook) InFlight() *Handling {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reads++
+	var one *Handling
+	for _, h := range b.byID {
+		if h.Work && !h.Done() {
+			if one != nil {
+				return nil
+			}
+			one = h
+		}
+	}
+	return one
+}
+
+func (b *memBook) Untied(string, string) {}
+
 func (b *memBook) OfContext(id string) *Handling {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -253,8 +271,11 @@ func TestIdentity(t *testing.T) {
 			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got = r.Header.Clone()
 			})
+			if tc.in.TraceID != "" {
+				r.Header.Set(HeaderTraceparent, "00-"+tc.in.TraceID+"-00f067aa0ba902b7-01")
+			}
 			rec := httptest.NewRecorder()
-			Identity(book)(next).ServeHTTP(rec, r)
+			Correlate(book)(Identity(next)).ServeHTTP(rec, r)
 
 			if rec.Code != tc.want {
 				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.want, rec.Body)
@@ -291,9 +312,9 @@ func TestIdentityExternalFetch(t *testing.T) {
 	r.Header.Set(HeaderAgent, "mallory")
 	r.Header.Set(HeaderSignature, "sig1=:AAAA:")
 	var got http.Header
-	Identity(book)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	Correlate(book)(Identity(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Clone()
-	})).ServeHTTP(httptest.NewRecorder(), r)
+	}))).ServeHTTP(httptest.NewRecorder(), r)
 	if got == nil {
 		t.Fatal("external fetch not forwarded")
 	}
@@ -302,8 +323,8 @@ func TestIdentityExternalFetch(t *testing.T) {
 			t.Errorf("%s = %q on an external fetch, want none", k, v)
 		}
 	}
-	if book.reads != 0 || in.Hop != 0 {
-		t.Errorf("external fetch consulted the hop book (%d reads) or counted hop %d", book.reads, in.Hop)
+	if in.Hop != 0 || in.Handling != nil {
+		t.Errorf("an external fetch with no handling in flight counted hop %d, tied to %v", in.Hop, in.Handling)
 	}
 }
 

@@ -86,11 +86,16 @@ func IdempotencyKey(hs Handlings, bufferMax int64, bufferAll bool) func(http.Han
 					derive = false
 				}
 			}
-			if in.Handling == nil && in.Buffered && correlateA2A(hs, in, r) && in.MaxHops > 0 && in.Hop > in.MaxHops {
+			// The A2A context is more exact than the one-in-flight guess.
+			guessed := in.Handling == nil || in.Correlation == record.CorrelatedByInFlight
+			if guessed && in.Buffered && correlateA2A(hs, in, r) && in.MaxHops > 0 && in.Hop > in.MaxHops {
 				hopLimit(w, r, in)
 				return
 			}
 			if derive {
+				if in.Handling == nil && in.Compensation == nil {
+					hs.Untied(in.Edge(), in.TraceID)
+				}
 				// The key as a quoted sf-string, and the key inside it: one
 				// string for both.
 				quoted := in.derive(r)
@@ -130,8 +135,11 @@ func (in *Info) derive(r *http.Request) string {
 	}
 	quoted := deriveKey(in, r, in.Body)
 	in.KeySource = record.KeyFromContent
-	if strings.HasPrefix(quoted, `"a2a-`) {
+	switch {
+	case strings.HasPrefix(quoted, `"a2a-`):
 		in.KeySource = record.KeyFromMessage
+	case in.RPC != nil && in.RPC.MCP != nil && in.RPC.MCP.Session != "" && in.Correlation == "":
+		in.Correlation = record.CorrelatedByMCPSession
 	}
 	return quoted
 }
@@ -207,14 +215,20 @@ func deriveKey(in *Info, r *http.Request, body []byte) string {
 		return keyString("a2a-", sha256.Sum256(msg))
 	}
 	digest := sha256.Sum256(body)
+	traceID := in.TraceID
 	if rpc := in.RPC; rpc != nil && rpc.MCP != nil {
 		// The session and the messages as fingerprint has them: a retry of
 		// a call (its id again, in its session) has its key, another call
-		// of the same tool has its own.
+		// of the same tool has its own. Within a session the call is the
+		// same whatever its trace: a client that forwards no trace context
+		// starts a new one with every retry.
 		digest = sha256.Sum256(append(appendField(nil, rpc.MCP.Session), rpc.MCP.fingerprintInput()...))
+		if rpc.MCP.Session != "" {
+			traceID = ""
+		}
 	}
 	msg = appendField(msg, "http")
-	msg = appendField(msg, in.TraceID)
+	msg = appendField(msg, traceID)
 	msg = appendField(msg, in.From)
 	msg = appendField(msg, in.To)
 	msg = appendField(msg, r.Method)

@@ -143,9 +143,6 @@ type Info struct {
 	Err error
 
 	rec *recorder
-	// member is the baton.handling baggage member of an external fetch,
-	// taken off by Identity, for CorrelateFetch.
-	member string
 }
 
 // SenderRunsNoBaton reports, at ingress, whether the sender runs no Baton:

@@ -171,6 +171,7 @@ type Metrics struct {
 	requests     metric.Int64ObservableCounter
 	retries      metric.Int64ObservableCounter
 	uncorrelated metric.Int64ObservableCounter
+	correlation  metric.Int64ObservableCounter
 	dedupe       metric.Int64ObservableCounter
 	violations   metric.Int64ObservableCounter
 	sigFailures  metric.Int64ObservableCounter
@@ -235,6 +236,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	m.requests = b.counter(mt, "baton.handoff.requests", "{request}", "Requests by edge, side, outcome and status class.")
 	m.retries = b.counter(mt, "baton.handoff.retries", "{retry}", "Tries after the first, per egress edge.")
 	m.uncorrelated = b.counter(mt, "baton.handoff.uncorrelated", "{request}", "Outbound handoffs Baton could not tie to an inbound one.")
+	m.correlation = b.counter(mt, "baton.handoff.correlation", "{request}", "Outbound handoffs by how they were tied to the inbound handoff their agent was handling.")
 	m.dedupe = b.counter(mt, "baton.dedupe.outcomes", "{request}", "What the ingress dedupe window did with a request.")
 	m.violations = b.counter(mt, "baton.contract.violations", "{violation}", "Envelope contract violations, by edge, mode and kind.")
 	m.sigFailures = b.counter(mt, "baton.signature.failures", "{request}", "Inbound handoffs refused for their signature, by reason.")
@@ -258,7 +260,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	edges := map[edgeKey]*Edge{}
 	m.edges.Store(&edges)
 	m.stores.Store(&[]*StoreSeries{})
-	if _, err := mt.RegisterCallback(m.observeCounters, m.requests, m.retries, m.uncorrelated, m.dedupe,
+	if _, err := mt.RegisterCallback(m.observeCounters, m.requests, m.retries, m.uncorrelated, m.correlation, m.dedupe,
 		m.violations, m.sigFailures, m.denials, m.untrusted, m.injections, m.deadLetters, m.transitions,
 		m.storeErrors); err != nil {
 		return nil, err
@@ -354,6 +356,7 @@ type Edge struct {
 	deny                                                      [len(denialReasons)]cell
 	violations                                                [3][len(violationKinds)]cell // by handoff.Mode
 	transitions                                               [len(breakerStates)]cell
+	correlation                                               [len(correlationNames)]cell
 	retries, deadLetters, uncorrelated, untrusted, injections cell
 }
 
@@ -494,6 +497,9 @@ func (m *Metrics) observeCounters(_ context.Context, o metric.Observer) error {
 		e.retries.observe(o, m.retries)
 		e.deadLetters.observe(o, m.deadLetters)
 		e.uncorrelated.observe(o, m.uncorrelated)
+		for i := range e.correlation {
+			e.correlation[i].observe(o, m.correlation)
+		}
 		e.untrusted.observe(o, m.untrusted)
 		e.injections.observe(o, m.injections)
 	}
@@ -585,8 +591,9 @@ func (m *Metrics) request(method string, in *Info, d time.Duration) {
 		}
 		m.Untrusted(e, n, in.Injection != nil)
 	}
-	if in.Uncorrelated && in.Side == Egress && in.Handoff() {
-		if !e.uncorrelated.add(1) {
+	if in.Side == Egress && in.Handoff() && in.To != "" && in.Compensation == nil {
+		e.countCorrelation(in)
+		if in.Uncorrelated && !e.uncorrelated.add(1) {
 			e.label(&e.uncorrelated)
 		}
 	}

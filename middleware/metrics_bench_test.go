@@ -209,12 +209,12 @@ func BenchmarkChainMeasured(b *testing.B) {
 	m, _ := benchMetrics(b, false)
 	book := newMemBook(map[string]inbound{traceID: {hop: 1, record: "r1"}})
 	b.Run("egress", func(b *testing.B) {
-		h := AccessLog(log, Egress, "analyst")(Measure(m)(
+		h := AccessLog(log, Egress, "analyst")(Measure(m)(Correlate(book)(
 			Trace(tp, w3c())(
 				benchResolve(
-					Identity(book)(
+					Identity(
 						Limit(1 << 20)(
-							IdempotencyKey(newMemBook(nil), 1<<20, false)(drain())))))))
+							IdempotencyKey(newMemBook(nil), 1<<20, false)(drain()))))))))
 		runChain(b, h, benchBody(512, false), http.Header{
 			"Content-Type": {"application/json"},
 			"Traceparent":  {"00-" + traceID + "-00f067aa0ba902b7-01"},

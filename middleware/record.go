@@ -80,6 +80,7 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 			}
 			if in.Handling != nil {
 				rec.Journal = in.Handling.JournalSummary()
+				rec.UncorrelatedCalls = in.Handling.Untied()
 			}
 			switch {
 			case in.Dedupe == DedupeReplayed && in.KeyMismatch:

@@ -26,14 +26,17 @@ func echoKey(answer, request http.Header) {
 }
 
 // ingressAnswer is the ingress proxy's ModifyResponse. Only a Baton says
-// where a chain stopped: the agent's own Baton-Dead-Letter is removed, and
-// when the agent answers 5xx after one of its handoffs was dead-lettered
-// (or answered with a chain stopped below it), the answer names that dead
-// letter, so that the Batons above do not retry it (retry pushback). A
+// where a chain stopped, or that its agent never saw a request: the agent's
+// own Baton-Dead-Letter and Baton-Refused are removed, and when the agent
+// answers 5xx (or, to an A2A message, a failed task) after one of its
+// handoffs was dead-lettered (or answered with a chain stopped below it),
+// the answer names that dead letter, so that the Batons above do not
+// dead-letter it again (retry pushback). A
 // caller without a Baton (the chain's entry) learns the key the handling
 // ran under, so that it can resume the chain by re-sending with it.
 func ingressAnswer(resp *http.Response) error {
 	resp.Header.Del(HeaderDeadLetter)
+	resp.Header.Del(middleware.HeaderRefused)
 	if resp.Request == nil {
 		return nil
 	}
@@ -41,14 +44,21 @@ func ingressAnswer(resp *http.Response) error {
 	if in == nil || in.Handling == nil {
 		return nil
 	}
-	if resp.StatusCode >= 500 {
-		if dl := in.Handling.StoppedAt(); dl != "" {
-			resp.Header.Set(HeaderDeadLetter, dl)
-			in.StoppedAt = dl
-		}
+	if dl := in.Handling.StoppedAt(); dl != "" && failedAnswer(in, resp) {
+		resp.Header.Set(HeaderDeadLetter, dl)
+		in.StoppedAt = dl
 	}
 	if in.SenderRunsNoBaton() && in.Key != "" {
 		resp.Header.Set(middleware.HeaderIdempotencyKey, middleware.QuoteKey(in.Key))
 	}
 	return nil
+}
+
+// failedAnswer reports an agent's answer that is a failure: a 5xx, or to an
+// A2A message a failed task inside a 2xx (a2a_answer.go).
+func failedAnswer(in *middleware.Info, resp *http.Response) bool {
+	if resp.StatusCode >= 500 {
+		return true
+	}
+	return in.RPC != nil && in.RPC.MCP == nil && a2aFailedAnswer(in.RPC.Method, resp)
 }

@@ -37,6 +37,8 @@ type stepAgent struct {
 	steps  []string
 	answer func(run int64) int // nil: always 200
 	otel   bool                // propagate traceparent and baggage
+	before func(run int64)     // called as a run starts; nil: nothing
+	after  func(run int64)     // called once a run's steps ended, before it answers; nil: nothing
 
 	egress atomic.Pointer[string]
 	runs   atomic.Int64
@@ -46,6 +48,12 @@ type stepAgent struct {
 func (a *stepAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	run := a.runs.Add(1)
+	if a.before != nil {
+		a.before(run)
+	}
+	if a.after != nil {
+		defer a.after(run) // before the answer is complete, whatever it is
+	}
 	for i, peer := range a.steps {
 		body := fmt.Sprintf(`{"step":%d,"run":%d,"at":%d}`, i, run, time.Now().UnixNano())
 		req, _ := http.NewRequest(http.MethodPost, "http://"+*a.egress.Load()+"/step", strings.NewReader(body))
@@ -145,7 +153,13 @@ type fanChain struct {
 // when set, is where B reaches D's Baton instead of its ingress.
 func startFan(t *testing.T, store func() state.Store, d *stepAgent, bYAML string, dAddr func(ingress string) string) *fanChain {
 	t.Helper()
-	f := &fanChain{b: &stepAgent{steps: []string{"c", "d"}, otel: true}, c: &stepAgent{}, d: d}
+	return startFanOf(t, store, &stepAgent{steps: []string{"c", "d"}, otel: true}, d, bYAML, dAddr)
+}
+
+// startFanOf is startFan with B's agent b (its steps c, then d).
+func startFanOf(t *testing.T, store func() state.Store, b, d *stepAgent, bYAML string, dAddr func(ingress string) string) *fanChain {
+	t.Helper()
+	f := &fanChain{b: b, c: &stepAgent{}, d: d}
 	f.cB = node(t, "c", f.c, "", store())
 	f.dB = node(t, "d", d, "", store())
 	reachD := f.dB.IngressAddr()
@@ -336,16 +350,42 @@ func TestChainEntryWithoutBaton(t *testing.T) {
 	}
 }
 
-// TestChainLeafFailureIsNotAmplified: A → B → C → D → E, E always answers
-// 503. D's Baton retries it and dead-letters it; every Baton above gets the
-// failure naming that dead letter and does not retry it. E saw 1 + retries
-// tries, every other agent ran once, and one dead letter is listed, at D.
-// Another agent's Baton refuses to act on it, naming the owner.
+// TestChainLeafFailureIsNotAmplified: A → B → C → D → E, and E fails: its
+// agent answers 503 (its own failure: final, tried once), or is not running
+// (E's Baton refuses before it: D's Baton retries that, 1 + 2 times). D's
+// Baton dead-letters it; every Baton above gets the failure naming that
+// dead letter and neither retries nor dead-letters it again: every other
+// agent ran once, and one dead letter is listed, at D. Another agent's
+// Baton refuses to act on it, naming the owner.
 func TestChainLeafFailureIsNotAmplified(t *testing.T) {
 	t.Parallel()
-	store := sharedStore(t)
-	e := &stepAgent{answer: func(int64) int { return http.StatusServiceUnavailable }}
-	eB := node(t, "e", e, "", store())
+	for _, tc := range []struct {
+		name         string
+		down         bool // E's agent is not listening
+		wantAttempts int  // d's tries of the handoff to E
+	}{
+		{name: "the leaf agent answers 503", wantAttempts: 1},
+		{name: "the leaf agent is down", down: true, wantAttempts: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := sharedStore(t)
+			e := &stepAgent{answer: func(int64) int { return http.StatusServiceUnavailable }}
+			var eB *baton
+			if tc.down {
+				eB = startBaton(t, "agent: e\nupstream: http://"+closedAddr(t)+"\n", store())
+			} else {
+				eB = node(t, "e", e, "", store())
+			}
+			leafChain(t, store, eB, e, tc.down, tc.wantAttempts)
+		})
+	}
+}
+
+// leafChain runs A → B → C → D → E, E being eB, and checks that E's
+// failure is tried and dead-lettered at D only.
+func leafChain(t *testing.T, store func() state.Store, eB *baton, e *stepAgent, down bool, wantAttempts int) {
+	t.Helper()
 	names := []string{"d", "c", "b"}
 	next, batons, agents := map[string]string{"e": eB.IngressAddr()}, map[string]*baton{"e": eB}, map[string]*stepAgent{}
 	for i, name := range names {
@@ -364,8 +404,11 @@ func TestChainLeafFailureIsNotAmplified(t *testing.T) {
 	if resp.StatusCode < 500 || dl == "" {
 		t.Fatalf("the client got %d naming %q; want a 5xx naming the dead letter", resp.StatusCode, dl)
 	}
-	if n := e.runs.Load(); n != 3 {
-		t.Errorf("E was tried %d times, want 3 (1 + 2 retries, at one edge only)", n)
+	if n := e.runs.Load(); !down && n != 1 {
+		t.Errorf("E ran %d times, want 1 (its own failure is final)", n)
+	}
+	if r := adminRecord(t, batons["d"].AdminAddr(), dl); r.Attempts != wantAttempts {
+		t.Errorf("d tried E %d times, want %d", r.Attempts, wantAttempts)
 	}
 	for name, a := range agents {
 		if n := a.runs.Load(); n != 1 {

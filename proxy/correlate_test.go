@@ -4,14 +4,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 // TestA2AContextCorrelation: summarizer's agent does not forward traceparent,
 // but its A2A call names the contextId of the message it was given, which
-// ties the call to that inbound handoff. A call naming an unknown context
-// stays uncorrelated, and trust.uncorrelated: deny refuses it.
+// ties the call to that inbound handoff. A call naming an unknown context,
+// in a trace of its own, stays uncorrelated, and trust.uncorrelated: deny
+// refuses it; one that carries no trace at all is tied to the one handling
+// in flight.
 func TestA2AContextCorrelation(t *testing.T) {
 	t.Parallel()
 	var atReviewer seen
@@ -24,13 +27,17 @@ func TestA2AContextCorrelation(t *testing.T) {
 			`","contextId":"` + ctx + `","role":"user","parts":[{"text":"review"}]}}}`
 	}
 	var sumEgress string
-	statuses := make(chan int, 2)
+	statuses := make(chan int, 3)
 	sAgent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		for _, ctx := range []string{"ctx-42", "ctx-unknown"} {
-			req, _ := http.NewRequest("POST", "http://"+sumEgress+"/a2a", strings.NewReader(msg("out-"+ctx, ctx)))
+		for i, ctx := range []string{"ctx-42", "ctx-unknown", "ctx-unknown"} {
+			req, _ := http.NewRequest("POST", "http://"+sumEgress+"/a2a", strings.NewReader(msg("out-"+ctx+strconv.Itoa(i), ctx)))
 			req.Host = "reviewer"
-			req.Header.Set("Content-Type", "application/json") // and no traceparent
+			req.Header.Set("Content-Type", "application/json") // and no traceparent...
+			if i == 1 {
+				// ...but this one, in a trace of its own
+				req.Header.Set("Traceparent", "00-5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a-5a5a5a5a5a5a5a5a-01")
+			}
 			resp, err := http.DefaultTransport.RoundTrip(req)
 			if err != nil {
 				statuses <- 0
@@ -57,10 +64,13 @@ func TestA2AContextCorrelation(t *testing.T) {
 		t.Errorf("the call naming the inbound context: %d, want 200", st)
 	}
 	if st := <-statuses; st != 403 {
-		t.Errorf("the call naming an unknown context: %d, want 403 (uncorrelated, deny)", st)
+		t.Errorf("the call naming an unknown context in another trace: %d, want 403 (uncorrelated, deny)", st)
+	}
+	if st := <-statuses; st != 200 {
+		t.Errorf("the call naming an unknown context and no trace: %d, want 200 (the one handling in flight)", st)
 	}
 	r := atReviewer.last(t)
-	if r.Header.Get("Baton-Hop") != "2" || atReviewer.count() != 1 {
-		t.Errorf("at reviewer: Baton-Hop %q, %d calls; want hop 2 from the correlated context", r.Header.Get("Baton-Hop"), atReviewer.count())
+	if r.Header.Get("Baton-Hop") != "2" || atReviewer.count() != 2 {
+		t.Errorf("at reviewer: Baton-Hop %q, %d calls; want hop 2 from the correlated handling, 2 calls", r.Header.Get("Baton-Hop"), atReviewer.count())
 	}
 }

@@ -214,6 +214,9 @@ func (e *edge) send(req *http.Request, rec *record.Record, body []byte) attempt 
 		}
 		resp, timedOut, err := e.try(req, body, deadline)
 		a := attempt{resp: resp, err: err, timedOut: timedOut}
+		if resp != nil {
+			a.agentFailed = a2aFailedAnswer(rec.Call, resp)
+		}
 		if a.verdict = e.judge(req, rec, try, a, deadline); a.verdict != retried {
 			return a
 		}
@@ -316,8 +319,11 @@ func (e *edge) deadLetter(rec *record.Record, a attempt) error {
 	}
 	rec.State, rec.Status = record.Dead, dl.Status
 	rec.Error = describe(a.resp, a.err)
-	if open {
+	switch {
+	case open:
 		rec.Error = "circuit breaker open for peer " + e.to
+	case a.agentFailed:
+		rec.Error = "the agent answered " + strconv.Itoa(dl.Status) + " with a failed A2A task"
 	}
 	rec.Outcome = "dead-lettered after " + strconv.Itoa(rec.Attempts) + " attempt(s)"
 	e.deadLetters.Add(1)

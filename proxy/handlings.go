@@ -17,8 +17,11 @@ type handlings struct {
 	ttl time.Duration
 	// ended, when set, is told of each handling the agent answered.
 	ended func(*middleware.Handling)
+	// warn says in the log that handoffs are tied to no handling (untied.go).
+	warn *untiedWarner
 
 	mu        sync.Mutex
+	working   map[*middleware.Handling]struct{} // in flight, setting the agent to work (Work)
 	byID      map[string]*middleware.Handling
 	byTrace   map[string]*middleware.Handling // the newest, linked to older ones by Older (at most perTrace)
 	byContext map[string]*middleware.Handling // A2A context and task ids
@@ -32,7 +35,7 @@ const (
 )
 
 func newHandlings(ttl time.Duration) *handlings {
-	return &handlings{ttl: ttl, byID: map[string]*middleware.Handling{},
+	return &handlings{ttl: ttl, working: map[*middleware.Handling]struct{}{}, byID: map[string]*middleware.Handling{},
 		byTrace: map[string]*middleware.Handling{}, byContext: map[string]*middleware.Handling{}}
 }
 
@@ -52,8 +55,26 @@ func (hs *handlings) Begin(h *middleware.Handling) (end func()) {
 	for _, c := range h.Contexts {
 		hs.byContext[c] = h
 	}
+	if h.Work {
+		hs.working[h] = struct{}{}
+	}
 	hs.mu.Unlock()
 	return func() { hs.answer(h) }
+}
+
+// InFlight implements middleware.Handlings.
+func (hs *handlings) InFlight() *middleware.Handling {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if len(hs.working) != 1 {
+		return nil
+	}
+	for h := range hs.working {
+		if !h.Done() { // answered, and about to leave the map
+			return h
+		}
+	}
+	return nil
 }
 
 // answer moves h among the answered handlings, forgetting the oldest of
@@ -65,6 +86,7 @@ func (hs *handlings) answer(h *middleware.Handling) {
 	}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
+	delete(hs.working, h)
 	if len(hs.answered) < recentHandlings {
 		hs.answered = append(hs.answered, h)
 		return

@@ -174,8 +174,7 @@ func live(resp *http.Response, err error) (*http.Response, error) {
 
 // call makes one journaled call.
 func (j *journal) call(r *http.Request, in *middleware.Info, dest string, next http.RoundTripper) (*http.Response, error) {
-	middleware.CorrelateFetch(j.hs, in)
-	h := in.Handling
+	h := in.Handling // tied by middleware.Correlate, as handoffs are
 	if h == nil {
 		j.m.call(dest, resultBypass)
 		return live(next.RoundTrip(r))

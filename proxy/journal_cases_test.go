@@ -434,8 +434,11 @@ func TestJournalFailsOpen(t *testing.T) {
 	search := newCounter(t, numbered)
 	var got []string
 	g := newJournalRig(t, journalYAML(search.host()), redisStoreWithPrefix(t, srv.URL(), "j:"), func(run int, call caller) int {
-		// Not tied to the handling: no baggage, no traceparent.
-		_, b := call("GET", search.host(), "/alone", "", http.Header{"Baggage": {"other=1"}})
+		// Not tied to the handling: no baton.handling baggage, and a trace of
+		// its own (a call with no trace at all would be the one handling's
+		// in flight).
+		_, b := call("GET", search.host(), "/alone", "", http.Header{"Baggage": {"other=1"},
+			"Traceparent": {"00-5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a-5a5a5a5a5a5a5a5a-01"}})
 		got = append(got, string(b))
 		srv.Kill()
 		_, b = call("GET", search.host(), "/q", "", nil)

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
 )
 
@@ -241,13 +242,53 @@ func TestMCPThroughTwoBatons(t *testing.T) {
 
 // TestMCPRetriedCallRunsOnce: a gateway between the Batons loses the answer
 // to a streamed tool call after the tool ran (it answers 502). a's Baton
-// retries the call with its key; tools' Baton answers from its window,
-// progress notifications and all: the booking is made once, and the client
-// gets its result.
+// does not retry it: nothing says the tool did not run. The client, which
+// forwards no trace context, retries the call as it was (the same JSON-RPC
+// id, in the same session): its key is the same, whatever trace the retry
+// starts, and tools' Baton answers it from its window, progress
+// notifications and all: the booking is made once.
 func TestMCPRetriedCallRunsOnce(t *testing.T) {
 	t.Parallel()
 	var lost atomic.Bool
-	p := startMCPPair(t, mcpEdges+"retry: {attempts: 2, backoff: 5ms}\n", "edges: [{from: a, mcp: {}}]\n", func(ingress string) string {
+	p := startMCPPair(t, mcpEdges+"retry: {attempts: 2, backoff: 5ms}\n", "edges: [{from: a, mcp: {}}]\n", losingGateway(t, &lost), nil)
+	cs := p.connect(t)
+	call := func() *http.Response {
+		body := `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"book_seat","arguments":{"seat":"14C"},` +
+			`"_meta":{"progressToken":"booking-2"}}}`
+		return send(t, p.a.EgressAddr(), "tools", "POST", "/mcp", body, http.Header{
+			"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+			"Mcp-Session-Id": {cs.ID()}, "Mcp-Protocol-Version": {"2025-06-18"}})
+	}
+	first := call()
+	if first.StatusCode != http.StatusBadGateway || !lost.Load() || p.tools.bookings.Load() != 1 {
+		t.Fatalf("the lost answer: %d, lost %v, %d booking(s); want 502 after the tool ran once, not retried",
+			first.StatusCode, lost.Load(), p.tools.bookings.Load())
+	}
+	if r := adminRecord(t, p.a.AdminAddr(), first.Header.Get("Baton-Dead-Letter")); r.Correlation != record.CorrelatedByMCPSession {
+		t.Errorf("a's record of the call: correlation %q, want %s", r.Correlation, record.CorrelatedByMCPSession)
+	}
+	retry := call()
+	body, _ := io.ReadAll(retry.Body)
+	if retry.StatusCode != http.StatusOK || retry.Header.Get("Idempotent-Replayed") != "true" ||
+		!strings.Contains(string(body), "booked 14C (booking 1)") || strings.Count(string(body), `"notifications/progress"`) != 3 {
+		t.Fatalf("the client's retry: %d %v\n%s; want the first answer replayed, its 3 progress notifications included",
+			retry.StatusCode, retry.Header, body)
+	}
+	if n := p.tools.bookings.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	// The two sends were two traces: the key is the session's and the id's.
+	calls := p.received("tools/call")
+	if len(calls) != 1 {
+		t.Errorf("the server got %d tool calls, want 1", len(calls))
+	}
+}
+
+// losingGateway returns what startMCPPair reaches tools' Baton through: a
+// gateway that loses the answer to the first book_seat call after the tool
+// ran (it answers 502), and sets lost.
+func losingGateway(t *testing.T, lost *atomic.Bool) func(ingress string) string {
+	return func(ingress string) string {
 		target, _ := url.Parse("http://" + ingress)
 		rp := httputil.NewSingleHostReverseProxy(target)
 		gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -263,18 +304,7 @@ func TestMCPRetriedCallRunsOnce(t *testing.T) {
 		}))
 		t.Cleanup(gw.Close)
 		return gw.Listener.Addr().String()
-	}, nil)
-	cs := p.connect(t)
-	params := &mcp.CallToolParams{Name: "book_seat", Arguments: map[string]any{"seat": "14C"}}
-	params.SetProgressToken("booking-2")
-	res, err := cs.CallTool(context.Background(), params)
-	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "booked 14C (booking 1)") {
-		t.Fatalf("tools/call: %v %+v", err, res)
 	}
-	if !lost.Load() || p.tools.bookings.Load() != 1 {
-		t.Errorf("answer lost %v; the tool ran %d times, want once", lost.Load(), p.tools.bookings.Load())
-	}
-	eventually(t, "the replayed stream's 3 progress notifications reach the client", func() bool { return p.progress.Load() == 3 })
 }
 
 // TestMCPMetricsDocumented: tool calls are counted per tool and outcome,

@@ -140,6 +140,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.callerRuns = callerRuns
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
+	hs.warn = &untiedWarner{log: o.Logger}
 	s.hs = hs
 	if s.ctxm, err = newContextMetrics(o.MeterProvider); err != nil {
 		return nil, err
@@ -262,9 +263,11 @@ func New(o Options) (*Server, error) {
 	eg := chi.Chain(
 		middleware.AccessLogTo(lines, o.Logger, middleware.Egress, c.Agent),
 		middleware.Measure(sm.m),
+		// Before the span: a call tied to a handling continues its trace.
+		middleware.Correlate(hs),
 		tracing,
 		rs.middleware,
-		middleware.Identity(hs),
+		middleware.Identity,
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.IdempotencyKey(hs, c.Records.MaxBodyBytes, ts.signer != nil),
 		(&broadcaster{rs: rs, maxBody: c.Limits.MaxBodyBytes}).middleware,

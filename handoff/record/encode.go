@@ -107,6 +107,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"journal":`...)
 		b = r.Journal.appendJSON(b)
 	}
+	if r.UncorrelatedCalls != 0 {
+		b = append(b, `,"uncorrelated_calls":`...)
+		b = strconv.AppendInt(b, int64(r.UncorrelatedCalls), 10)
+	}
 	b = append(b, `,"created":`...)
 	b = appendTime(b, r.Created)
 	b = append(b, `,"updated":`...)

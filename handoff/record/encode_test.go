@@ -55,6 +55,7 @@ var encodedFields = map[reflect.Type][]string{
 		"side_effects,omitempty: []string",
 		"replayable: bool",
 		"journal,omitempty: *record.JournalSummary",
+		"uncorrelated_calls,omitempty: int",
 		"created: time.Time",
 		"updated: time.Time",
 		"request,omitempty: *record.Request",
@@ -719,7 +720,7 @@ func randRecord(rng *rand.Rand) *Record {
 		Error: randString(rng), KeySource: randString(rng), Position: randInt(rng), Correlation: randString(rng),
 		Compensates: randString(rng), Effects: randStrings(rng),
 		StoppedAt: randString(rng), ResolvedBy: randString(rng), Replayable: rng.IntN(2) == 0, Created: randTime(rng),
-		Updated: randTime(rng), checkpointed: rng.IntN(2) == 0,
+		Updated: randTime(rng), checkpointed: rng.IntN(2) == 0, UncorrelatedCalls: randInt(rng),
 	}
 	if rng.IntN(2) == 0 {
 		r.Envelope = &EnvelopeSummary{Digest: randString(rng), Version: randString(rng),
@@ -779,7 +780,7 @@ func FuzzRecordAppendJSON(f *testing.F) {
 		r := &Record{ID: id, TraceID: hkey, From: outcome, To: hval, Hop: hop, Status: status,
 			Attempts: hop ^ status, Latency: latency, Outcome: outcome, Error: trust, KeySource: hval,
 			Position: status, Correlation: hkey, StoppedAt: id, ResolvedBy: outcome, Call: trust, Compensates: hval, Caller: outcome,
-			State: State(hval), Side: Side(id), Replayable: flags&1 != 0,
+			State: State(hval), Side: Side(id), Replayable: flags&1 != 0, UncorrelatedCalls: hop,
 			Created: time.Unix(sec, nsec).In(time.FixedZone("", zone%(1<<20))),
 			Updated: time.Unix(nsec, sec%1e9).UTC()}
 		if flags&2 != 0 {

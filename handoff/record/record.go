@@ -52,7 +52,9 @@ const (
 	CorrelatedByBaggage     = "baggage"     // the baton.handling member of W3C baggage
 	CorrelatedByTraceparent = "traceparent" // traceparent as the agent received it
 	CorrelatedByTrace       = "trace"       // the only handling of the trace
+	CorrelatedByInFlight    = "in-flight"   // the one handling in flight at the Baton (the call carried no trace)
 	CorrelatedByA2A         = "a2a"         // the A2A contextId or taskId
+	CorrelatedByMCPSession  = "mcp-session" // an MCP tool call's session and JSON-RPC id (its key only)
 	CorrelationAmbiguous    = "ambiguous"   // the trace has several handlings: none chosen
 )
 
@@ -134,6 +136,10 @@ type Record struct {
 	// Journal is what the call journal did with the agent's calls while it
 	// handled this handoff (receipts only; docs/journal.md).
 	Journal *JournalSummary `json:"journal,omitempty"`
+	// UncorrelatedCalls counts the handoffs the agent made, while it handled
+	// this one, that Baton could tie to no handling (receipts only): their
+	// keys came from their content (docs/resume.md).
+	UncorrelatedCalls int `json:"uncorrelated_calls,omitempty"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
