@@ -145,6 +145,40 @@ func TestForwardProxyAbsoluteForm(t *testing.T) {
 	}
 }
 
+// TestForwardProxyByPeerAddress: an agent configured with its peers' own
+// addresses, sending through Baton as its HTTP proxy, hands off to the peer
+// whose URL host it names, on the URL's port or one of the peer's ports.
+func TestForwardProxyByPeerAddress(t *testing.T) {
+	t.Parallel()
+	var got seen
+	ag := httptest.NewServer(got.handler(201, `created`))
+	t.Cleanup(ag.Close)
+	b := startBaton(t, "agent: summarizer\nupstream: "+ag.URL+"\n", nil)
+	a := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://"+b.IngressAddr()+
+		", ports: [8081]}}\n", nil)
+	proxyURL, _ := url.Parse("http://" + a.EgressAddr())
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+	for i, target := range []string{"http://" + b.IngressAddr() + "/jobs", "http://127.0.0.1:8081/jobs"} {
+		resp, err := client.Post(target, "text/plain", strings.NewReader("work"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 201 || got.count() != i+1 || got.last(t).Header.Get("Baton-Agent") != "analyst" {
+			t.Errorf("%s: %d, the agent got %d request(s) with Baton-Agent %q; want a handoff to summarizer",
+				target, resp.StatusCode, got.count(), got.last(t).Header.Get("Baton-Agent"))
+		}
+	}
+	resp, err := client.Post("http://127.0.0.1:8082/jobs", "text/plain", strings.NewReader("work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || got.count() != 2 {
+		t.Errorf("a port the peer does not have: %d; want 403, nothing delivered", resp.StatusCode)
+	}
+}
+
 func TestHopCountsAlongTheChain(t *testing.T) {
 	t.Parallel()
 	// analyst → summarizer → reviewer; summarizer's agent forwards the

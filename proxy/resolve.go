@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/batonproxy/baton/config"
@@ -93,6 +94,17 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 		}
 		if port == "" {
 			port = "80"
+		}
+		if n, err := strconv.ParseUint(port, 10, 16); err == nil {
+			// A peer called at its own address (its URL's host, on its URL's
+			// port or one of its ports), as an agent configured with its
+			// peers' real addresses does through a forward proxy.
+			if peer, ok := rs.peerAt(name, uint16(n)); ok {
+				p := rs.peers[peer]
+				in.From, in.To, in.Target, in.MaxHops = rs.agent, peer, p.url, p.maxHops
+				next.ServeHTTP(w, r)
+				return
+			}
 		}
 		if trust.NumericHost(name) {
 			in.PolicyDenial = middleware.DenialDeniedAddress

@@ -30,8 +30,9 @@ import (
 // with an agreed anomaly threshold and hands it to flagger, which flags
 // anomalies with severities, books them in the ledger and hands them to
 // writer, which drafts the summary. writer is down for the whole first run,
-// so flagger's handoff to it is dead-lettered after its retries, and the
-// chain stops there. Once writer is back the operator replays the dead
+// so flagger's handoff to it is dead-lettered (its 503 is its own failure:
+// no Baton retries it), and the chain stops there. Once writer is back the
+// operator replays the dead
 // letter and analyst re-sends its handoff with the key it got: the chain
 // resumes at writer, and the ledger books once, though flagger runs again
 // with different bodies; flagger's call to a model is answered from its
@@ -185,7 +186,8 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("demo: the failed chain answered %d (dead letter %q, key %q): %s", resp.StatusCode,
 			resp.Header.Get("Baton-Dead-Letter"), key, answer)
 	}
-	p("   flagger's Baton tried writer %d times, then dead-lettered the handoff; flagger answered 502, and\n",
+	p("   writer answered 503 (restarting), its own failure: flagger's Baton ran it %d time(s), retried nothing\n"+
+		"   (a Baton retries only what surely did not reach the agent) and dead-lettered the handoff; flagger answered 502, and\n",
 		ag.writerCalls.Load())
 	p("   analyst's Baton did not retry it: the chain had stopped below, at that dead letter. analyst got\n")
 	p("     %d, Baton-Dead-Letter: %s\n", resp.StatusCode, dead)

@@ -114,7 +114,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"Baton-Agent:     analyst", "Baton-Hop:       1", "4bf92f3577b34da6a3ce929d0e0e4736",
-		"tried writer 3 times, then dead-lettered", "502, Baton-Dead-Letter: 4bf92f3577b34da6a3ce929d0e0e4736.",
+		"flagger's Baton ran it 1 time(s), retried nothing", "502, Baton-Dead-Letter: 4bf92f3577b34da6a3ce929d0e0e4736.",
 		"Idempotency-Key: \"bk-", "Idempotent-Replayed: true", "delivered 200, writer drafted",
 		"202 {\"flagged\":2", "ledger booked 1 time(s), writer drafted 1 time(s), flagger ran 2 time(s), analyst 1",
 		"↳ stopped at [", "key: position 1", "(the position's first request had another body)",
