@@ -29,7 +29,8 @@ func main() {
 	}
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
 		var ue usageError
-		if !errors.As(err, &ue) || ue.msg != "" {
+		var es exitStatus // baton exec's command's own status: it spoke for itself
+		if !errors.As(err, &es) && (!errors.As(err, &ue) || ue.msg != "") {
 			fmt.Fprintln(os.Stderr, "baton:", err)
 		}
 		os.Exit(exitCode(err))
@@ -42,6 +43,10 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func exitCode(err error) int {
+	var es exitStatus
+	if errors.As(err, &es) {
+		return int(es)
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2
@@ -79,7 +84,7 @@ Usage:
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
   baton envelope example         print a complete, valid envelope
-` + keygenUsage + keygenTLSUsage + iptablesUsage + injectUsage + `  baton version                  print the version
+` + keygenUsage + keygenTLSUsage + iptablesUsage + injectUsage + execUsage + `  baton version                  print the version
   baton help                     this text
 
 serve
@@ -115,7 +120,7 @@ Metrics
 
 Documentation: README.md and docs/ (config.md, idempotency.md, records.md,
 resilience.md, envelope.md, problems.md, interception.md, gates.md, chaos.md,
-broadcast.md, context.md, compensation.md, tls.md).
+broadcast.md, context.md, compensation.md, tls.md, instrumentation.md).
 `
 
 // run executes one baton command.
@@ -155,6 +160,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return injectWebhookCmd(ctx, rest, stdout, stderr, env)
 	case "iptables":
 		return iptablesCmd(ctx, rest, stdout, stderr)
+	case "exec":
+		return execCmd(rest, execIO{stdin: os.Stdin, stdout: stdout, stderr: stderr, environ: os.Environ()})
 	case "version", "--version":
 		fmt.Fprintln(stdout, "baton", version)
 		return nil
