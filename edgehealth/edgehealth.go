@@ -1,7 +1,8 @@
 // Package edgehealth reads a Baton's handoff health per edge from its
 // Prometheus metrics (docs/metrics.md): requests, errors, latency
-// quantiles, retries, breaker state and dead-letter depth. baton top and
-// the admin console show these figures.
+// quantiles, retries, the share of handoffs tied to the inbound handoff
+// their agent was handling, breaker state and dead-letter depth. baton top
+// and the admin console show these figures.
 package edgehealth
 
 import (
@@ -22,6 +23,7 @@ const (
 	seriesRequests = "baton_handoff_requests_total"
 	seriesDuration = "baton_handoff_duration_seconds"
 	seriesRetries  = "baton_handoff_retries_total"
+	seriesCorrel   = "baton_handoff_correlation_total"
 	seriesBreaker  = "baton_breaker_state"
 	seriesDepth    = "baton_dead_letter_depth"
 	seriesStart    = "process_start_time_seconds"
@@ -34,9 +36,12 @@ type Edge struct{ From, To, Side string }
 // Name renders from→to.
 func (e Edge) Name() string { return e.From + "→" + e.To }
 
-// Counts are an edge's cumulative figures.
+// Counts are an edge's cumulative figures. Tied and Untied count egress
+// handoffs tied to the inbound handoff their agent was handling, and those
+// tied to none (correlation none or ambiguous: keyed by their content).
 type Counts struct {
 	Requests, Failed, Retries float64
+	Tied, Untied              float64
 	Buckets                   map[float64]float64 // upper bound → cumulative count
 	Breaker, Depth            float64             // NaN when not reported
 }
@@ -100,6 +105,15 @@ func Parse(fams map[string]*dto.MetricFamily, at time.Time) *Snapshot {
 	for _, m := range fams[seriesRetries].GetMetric() {
 		edge(m).Retries += m.GetCounter().GetValue()
 	}
+	for _, m := range fams[seriesCorrel].GetMetric() {
+		e, v := edge(m), m.GetCounter().GetValue()
+		switch label(m, "correlation") {
+		case "none", "ambiguous":
+			e.Untied += v
+		default:
+			e.Tied += v
+		}
+	}
 	for _, m := range fams[seriesBreaker].GetMetric() {
 		edge(m).Breaker = m.GetGauge().GetValue()
 	}
@@ -124,7 +138,8 @@ func (e *Counts) Since(before *Counts) *Counts {
 		return e
 	}
 	d := &Counts{Requests: e.Requests - before.Requests, Failed: e.Failed - before.Failed,
-		Retries: max(e.Retries-before.Retries, 0), Buckets: map[float64]float64{}}
+		Retries: max(e.Retries-before.Retries, 0), Tied: max(e.Tied-before.Tied, 0),
+		Untied: max(e.Untied-before.Untied, 0), Buckets: map[float64]float64{}}
 	for le, n := range e.Buckets {
 		d.Buckets[le] = n - before.Buckets[le]
 	}
@@ -138,7 +153,11 @@ type Row struct {
 	Total                       float64
 	Rate, ErrPct, P50, P95, P99 string // "-" when there is nothing to show
 	Retries                     float64
-	Breaker, DeadLetters        string
+	// Tied is the share of the window's egress handoffs tied to the inbound
+	// handoff their agent was handling ("-" when none were counted): below
+	// 100%, some got keys from their content (docs/resume.md).
+	Tied                 string
+	Breaker, DeadLetters string
 }
 
 // Rows returns the figures of cur's edges that carried requests or have a
@@ -182,6 +201,10 @@ func Rows(prev, cur *Snapshot) (rows []Row, window time.Duration) {
 		}
 		if d.Requests > 0 {
 			r.ErrPct = strconv.FormatFloat(100*d.Failed/d.Requests, 'f', 1, 64) + "%"
+		}
+		r.Tied = "-"
+		if n := d.Tied + d.Untied; n > 0 {
+			r.Tied = strconv.FormatFloat(100*d.Tied/n, 'f', 0, 64) + "%"
 		}
 		rows = append(rows, r)
 	}

@@ -39,6 +39,10 @@ baton_handoff_duration_seconds_bucket{from="a",to="b",side="egress",le="0.1"} 4
 baton_handoff_duration_seconds_bucket{from="a",to="b",side="egress",le="+Inf"} 4
 baton_handoff_duration_seconds_sum{from="a",to="b",side="egress"} 0.1
 baton_handoff_duration_seconds_count{from="a",to="b",side="egress"} 4
+# TYPE baton_handoff_correlation_total counter
+baton_handoff_correlation_total{from="a",to="b",side="egress",correlation="baggage"} 2
+baton_handoff_correlation_total{from="a",to="b",side="egress",correlation="in-flight"} 1
+baton_handoff_correlation_total{from="a",to="b",side="egress",correlation="none"} 1
 # TYPE baton_breaker_state gauge
 baton_breaker_state{from="a",to="b",side="egress"} 0
 baton_breaker_state{from="a",to="idle",side="egress"} 2
@@ -57,10 +61,10 @@ process_start_time_seconds 1000
 	}
 	r := rows[0]
 	if r.Name() != "a→b" || r.Total != 4 || r.Rate != "0.4" || r.ErrPct != "25.0%" || r.Breaker != "closed" ||
-		r.DeadLetters != "1" || r.P50 != "10.0ms" {
+		r.DeadLetters != "1" || r.P50 != "10.0ms" || r.Tied != "75%" {
 		t.Errorf("a→b: %+v", r)
 	}
-	if idle := rows[1]; idle.To != "idle" || idle.Breaker != "open" || idle.ErrPct != "-" || idle.P99 != "-" {
+	if idle := rows[1]; idle.To != "idle" || idle.Breaker != "open" || idle.ErrPct != "-" || idle.P99 != "-" || idle.Tied != "-" {
 		t.Errorf("a→idle: %+v", idle)
 	}
 }

@@ -127,10 +127,10 @@ func renderTop(w io.Writer, addr string, prev, cur *edgehealth.Snapshot) {
 	}
 	fmt.Fprintln(w, head)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "EDGE\tSIDE\tTOTAL\tREQ/S\tERR%\tP50\tP95\tP99\tRETRIES\tBREAKER\tDLQ\t")
+	fmt.Fprintln(tw, "EDGE\tSIDE\tTOTAL\tREQ/S\tERR%\tP50\tP95\tP99\tRETRIES\tTIED\tBREAKER\tDLQ\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t\n", r.Name(), r.Side, r.Total, r.Rate, r.ErrPct,
-			r.P50, r.P95, r.P99, r.Retries, r.Breaker, r.DeadLetters)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Name(), r.Side, r.Total, r.Rate, r.ErrPct,
+			r.P50, r.P95, r.P99, r.Retries, r.Tied, r.Breaker, r.DeadLetters)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

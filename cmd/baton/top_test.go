@@ -65,7 +65,7 @@ func row(t *testing.T, out, edge, side string) []string {
 	t.Helper()
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 11 && f[0] == edge && f[1] == side {
+		if len(f) == 12 && f[0] == edge && f[1] == side {
 			return f
 		}
 	}
@@ -94,10 +94,11 @@ func TestTopOnce(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
 	}
-	// EDGE SIDE TOTAL REQ/S ERR% P50 P95 P99 RETRIES BREAKER DLQ
+	// EDGE SIDE TOTAL REQ/S ERR% P50 P95 P99 RETRIES TIED BREAKER DLQ
 	toB := row(t, s, "analyst→summarizer", "egress")
-	if toB[2] != "3" || toB[4] != "0.0%" || toB[8] != "0" || toB[9] != "closed" || toB[10] != "0" {
-		t.Errorf("analyst→summarizer: %q, want 3 requests, 0.0%% errors, 0 retries, closed, 0 dead letters", toB)
+	if toB[2] != "3" || toB[4] != "0.0%" || toB[8] != "0" || toB[9] != "0%" || toB[10] != "closed" || toB[11] != "0" {
+		t.Errorf("analyst→summarizer: %q, want 3 requests, 0.0%% errors, 0 retries, none tied (the chain's entry handles "+
+			"nothing), closed, 0 dead letters", toB)
 	}
 	for i := 5; i <= 7; i++ {
 		if toB[i] == "-" {
@@ -108,12 +109,12 @@ func TestTopOnce(t *testing.T) {
 		t.Errorf("analyst→summarizer: no rate: %q", toB)
 	}
 	toGone := row(t, s, "analyst→gone", "egress")
-	if toGone[2] != "1" || toGone[4] != "100.0%" || toGone[10] != "1" {
+	if toGone[2] != "1" || toGone[4] != "100.0%" || toGone[11] != "1" {
 		t.Errorf("analyst→gone: %q, want 1 request, 100.0%% errors, 1 dead letter", toGone)
 	}
 	fromA := row(t, s, "analyst→summarizer", "ingress")
-	if fromA[2] != "3" || fromA[9] != "-" || fromA[10] != "-" {
-		t.Errorf("summarizer's ingress from analyst: %q, want 3 requests, no breaker, no dead letters", fromA)
+	if fromA[2] != "3" || fromA[9] != "-" || fromA[10] != "-" || fromA[11] != "-" {
+		t.Errorf("summarizer's ingress from analyst: %q, want 3 requests, no tie share, no breaker, no dead letters", fromA)
 	}
 }
 

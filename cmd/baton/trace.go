@@ -121,6 +121,45 @@ func printTree(w io.Writer, traceID string, recs []record.Record) {
 	for i, r := range roots {
 		walk(r, "", i == len(roots)-1)
 	}
+	for _, warning := range untiedWarnings(recs) {
+		fmt.Fprintf(w, "\nwarning: %s\n", warning)
+	}
+}
+
+// untiedWarnings names, per agent, the handoffs it made in this trace that
+// Baton could tie to no inbound handoff (a receipt's uncorrelated_calls,
+// or handoffs whose trace had several handlings), with the fix.
+func untiedWarnings(recs []record.Record) []string {
+	untied := map[string]int{}
+	var agents []string
+	for _, r := range recs {
+		n := 0
+		switch {
+		case r.Side == record.Ingress:
+			n = r.UncorrelatedCalls
+		case r.Correlation == record.CorrelationAmbiguous:
+			n = 1
+		}
+		if n == 0 {
+			continue
+		}
+		agent := r.From
+		if r.Side == record.Ingress {
+			agent = r.To
+		}
+		if _, seen := untied[agent]; !seen {
+			agents = append(agents, agent)
+		}
+		untied[agent] += n
+	}
+	out := make([]string, 0, len(agents))
+	for _, a := range agents {
+		out = append(out, fmt.Sprintf("agent %s made %d handoff(s) while handling this trace that Baton could tie to no "+
+			"inbound handoff: their keys came from their content, so a re-run with other bodies runs them again. Fix: "+
+			"propagate W3C trace context (annotate its pod baton.dev/instrument, or run it with baton exec --instrument), "+
+			"serve one request at a time, or send Idempotency-Key (docs/resume.md)", a, untied[a]))
+	}
+	return out
 }
 
 func describeRecord(r record.Record) string {
@@ -137,6 +176,16 @@ func describeRecord(r record.Record) string {
 	fmt.Fprintf(&b, "  hop %d  %d attempt(s)  %.1fms", r.Hop, r.Attempts, r.Latency)
 	if r.Side == record.Egress && r.KeySource == record.KeyFromPosition {
 		fmt.Fprintf(&b, "  key: position %d", r.Position)
+	}
+	switch {
+	case r.Side != record.Egress || r.Correlation == "":
+	case r.Correlation == record.CorrelationAmbiguous:
+		b.WriteString("  tied to no handling (its trace had several)")
+	default:
+		fmt.Fprintf(&b, "  tied by %s", r.Correlation)
+	}
+	if r.UncorrelatedCalls > 0 {
+		fmt.Fprintf(&b, "  ⚠ %d call(s) made meanwhile tied to no handling", r.UncorrelatedCalls)
 	}
 	if r.Outcome != "" {
 		fmt.Fprintf(&b, "  (%s)", r.Outcome)
