@@ -2,7 +2,11 @@
 // container with restartPolicy Always, started and ready before the agent),
 // its configuration and secrets, and either HTTP_PROXY in the agent's
 // containers (proxy mode) or an init container that installs iptables
-// redirects (transparent mode).
+// redirects (transparent mode). A pod annotated baton.dev/instrument also
+// gets zero-code OpenTelemetry instrumentation, as the OpenTelemetry Operator
+// adds it, so that its agent forwards the trace context and baggage its
+// handoffs are tied by (instrument.go; the variables, shared with `baton
+// exec`, in otelenv.go).
 //
 // The same transformation runs in two places: the mutating admission
 // webhook (`baton inject-webhook`), which answers AdmissionReviews with a
