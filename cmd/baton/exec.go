@@ -287,7 +287,11 @@ func runChild(argv []string, environ []string, p execIO) error {
 			select {
 			case <-done:
 				return
-			case sig := <-signals:
+			case sig, ok := <-signals:
+				if !ok {
+					signals = nil // closed: nothing more to pass on
+					continue
+				}
 				if !terminalSent(sig) {
 					// The command may have exited meanwhile: nothing to do.
 					_ = cmd.Process.Signal(sig)

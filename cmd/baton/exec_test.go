@@ -286,6 +286,22 @@ func TestExecForwardsSignals(t *testing.T) {
 	}
 }
 
+func TestExecUsage(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"--help"}, &stdout, &stderr, noEnv); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"baton exec [--egress ADDR]", "-- CMD [ARGS...]", "instrumentation.md"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("baton --help lacks %q", s)
+		}
+	}
+	if out, _, err := runExec(t, baseEnviron(), "", "-h"); err != nil || !strings.HasPrefix(out, "Usage:\n  baton exec") {
+		t.Errorf("exec -h: %q, %v", out, err)
+	}
+}
+
 func TestExecErrors(t *testing.T) {
 	t.Parallel()
 	pyDir := otelDir(t, inject.LangPython)
