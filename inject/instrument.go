@@ -37,7 +37,7 @@ const InstrumentContainerName = "baton-instrument"
 const instrumentVolume = "baton-instrument"
 
 // instrumentVolumeSize bounds the emptyDir, as the Operator's default does.
-var instrumentVolumeSize = resource.MustParse("200Mi")
+const instrumentVolumeSize = "200Mi"
 
 // The auto-instrumentation images of the OpenTelemetry Operator 0.158.0,
 // pinned: the defaults of InstrumentationImages.
@@ -174,6 +174,8 @@ func (o Options) InstrumentNote() string {
 		return ""
 	case o.OperatorAnnotation != "":
 		return o.Instrument + " instrumentation left to the OpenTelemetry Operator (" + o.OperatorAnnotation + ")"
+	case len(o.Uninstrumented) > 0:
+		return "with " + o.Instrument + " instrumentation, except in container " + strings.Join(o.Uninstrumented, ", ")
 	}
 	return "with " + o.Instrument + " instrumentation"
 }
@@ -199,27 +201,36 @@ func (in *Injector) instrumentContainer(o Options) corev1.Container {
 }
 
 // instrument adds the volume, and the mount and variables to every app
-// container. The init container is placed by the caller.
-func (in *Injector) instrument(spec *corev1.PodSpec, o Options) error {
+// container. It returns the containers left without the loading variables,
+// each with why: one whose variable to add to comes from valueFrom, whose
+// value Baton cannot know, is not half instrumented (the Operator skips it
+// too). The init container is placed by the caller.
+func (in *Injector) instrument(spec *corev1.PodSpec, o Options) ([]string, error) {
+	size := resource.MustParse(instrumentVolumeSize)
 	spec.Volumes = append(spec.Volumes, corev1.Volume{
-		Name: instrumentVolume,
-		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-			SizeLimit: &instrumentVolumeSize,
-		}},
+		Name:         instrumentVolume,
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &size}},
 	})
 	dir := InstrumentDir(o.Instrument)
+	var skipped []string
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
 		env := containerEnv(c)
-		vars, err := LoadEnv(o.Instrument, dir, env)
+		load, err := LoadEnv(o.Instrument, dir, env)
 		if err != nil {
-			return fmt.Errorf("container %s: %w", c.Name, err)
+			return nil, fmt.Errorf("container %s: %w", c.Name, err)
 		}
-		vars = append(vars, TelemetryEnv(o.Agent, in.cfg.Instrumentation.OTLPEndpoint, env)...)
-		setEnv(c, vars)
+		for _, v := range load {
+			if j := envIndex(c, v.Name); j >= 0 && c.Env[j].ValueFrom != nil {
+				skipped = append(skipped, c.Name+" ("+v.Name+" comes from valueFrom)")
+				load = nil
+				break
+			}
+		}
+		setEnv(c, append(load, TelemetryEnv(o.Agent, in.cfg.Instrumentation.OTLPEndpoint, env)...))
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: instrumentVolume, MountPath: dir, ReadOnly: true})
 	}
-	return nil
+	return skipped, nil
 }
 
 // containerEnv looks up c's env. A variable from valueFrom counts as set,
@@ -236,8 +247,8 @@ func containerEnv(c *corev1.Container) EnvLookup {
 }
 
 // setEnv sets vars in c: a variable c has is given the new value in place
-// (one LoadEnv added to), unless it comes from valueFrom; others are
-// appended.
+// (one LoadEnv added to), unless it comes from valueFrom, which is left
+// alone; others are appended.
 func setEnv(c *corev1.Container, vars []EnvVar) {
 	for _, v := range vars {
 		i := envIndex(c, v.Name)

@@ -192,6 +192,9 @@ func TestWebhookInstrumentKeepsContainerEnv(t *testing.T) {
 	if e := envOf(tools, "NODE_OPTIONS"); e == nil || e.ValueFrom == nil || e.Value != "" {
 		t.Errorf("tools NODE_OPTIONS %+v, want its valueFrom kept", e)
 	}
+	if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "nodejs not loaded in container tools (NODE_OPTIONS comes from valueFrom)") {
+		t.Errorf("warnings %q, want one naming the tools container", resp.Warnings)
+	}
 	if n := len(agent.Env); n != 9 { // 5 of its own, 2 OTEL_*, HTTP_PROXY, NO_PROXY
 		t.Errorf("agent has %d variables, want 9: %+v", n, agent.Env)
 	}
@@ -204,6 +207,28 @@ func TestWebhookInstrumentKeepsContainerEnv(t *testing.T) {
 	}
 	if !slices.Equal(replaced, []string{"replace /spec/containers/0/env/0/value"}) {
 		t.Errorf("patch rewrites %q, want only NODE_OPTIONS's value", replaced)
+	}
+}
+
+// TestWebhookInstrumentNotHalfway: a .NET container whose startup hooks
+// come from valueFrom gets none of the loading variables (a profiler
+// without its hook), and the answer says so.
+func TestWebhookInstrumentNotHalfway(t *testing.T) {
+	t.Parallel()
+	s := startWebhook(t, testConfig())
+	pod := agentPod(LangDotNet, corev1.EnvVar{Name: "DOTNET_STARTUP_HOOKS", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hooks"}, Key: "hooks"}}})
+	req, resp := reviewPod(t, s, pod)
+	got, _ := patched(t, req, resp)
+	agent, tools := &got.Spec.Containers[0], &got.Spec.Containers[1]
+	if envOf(agent, "CORECLR_ENABLE_PROFILING") != nil || envOf(agent, "OTEL_DOTNET_AUTO_HOME") != nil {
+		t.Errorf("agent half instrumented: %+v", agent.Env)
+	}
+	if envValue(agent, "OTEL_PROPAGATORS") != "tracecontext,baggage" || envValue(tools, "CORECLR_ENABLE_PROFILING") != "1" {
+		t.Errorf("agent %+v tools %+v", agent.Env, tools.Env)
+	}
+	if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "container agent (DOTNET_STARTUP_HOOKS comes from valueFrom)") {
+		t.Errorf("warnings %q", resp.Warnings)
 	}
 }
 

@@ -79,6 +79,9 @@ type Options struct {
 	// the pod carries, if any: the Operator instruments the pod, and Baton
 	// adds no instrumentation of its own.
 	OperatorAnnotation string
+	// Uninstrumented lists the app containers Pod left without the
+	// instrumentation's loading variables, each with why.
+	Uninstrumented []string
 }
 
 // AnnotationError is a pod annotation with a value the injector cannot use.

@@ -142,9 +142,11 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 		}
 	}
 	if o.instruments() {
-		if err := in.instrument(spec, o); err != nil {
+		skipped, err := in.instrument(spec, o)
+		if err != nil {
 			return o, err
 		}
+		o.Uninstrumented = skipped
 	}
 	return o, nil
 }

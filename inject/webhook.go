@@ -164,6 +164,9 @@ func (h *Webhook) Review(req *admissionv1.AdmissionRequest, nsEnabled bool) *adm
 		warn("%s: %s not applied: the pod carries %s, so the OpenTelemetry Operator instruments it",
 			AnnotationInstrument, o.Instrument, o.OperatorAnnotation)
 	}
+	for _, c := range o.Uninstrumented {
+		warn("%s: %s not loaded in container %s", AnnotationInstrument, o.Instrument, c)
+	}
 	log.Info("injected", attrs...)
 	return resp
 }
