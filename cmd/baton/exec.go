@@ -109,6 +109,9 @@ type childEnv struct {
 
 // execEnv builds the command's environment from environ and the flags.
 func execEnv(f execFlags, environ []string) (childEnv, error) {
+	if f.otelPath != "" && f.instrument == "" {
+		return childEnv{}, errors.New("--otel-path needs --instrument LANG")
+	}
 	lookup := func(name string) (string, bool) { return lookupEnviron(environ, name) }
 	egress, agent := config.DefaultEgress, f.agent
 	if f.config != "" {
@@ -147,9 +150,6 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 	// A trust bundle for intercepted HTTPS (SSL_CERT_FILE,
 	// NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE) will be set here, each only
 	// when unset, once Baton hands one out.
-	if f.otelPath != "" && f.instrument == "" {
-		return childEnv{}, errors.New("--otel-path needs --instrument LANG")
-	}
 	if f.instrument != "" {
 		load, err := instrumentEnv(f.instrument, f.otelPath, lookup)
 		if err != nil {
