@@ -21,7 +21,14 @@ import (
 // by position); C's agent answers. Each op is two handoffs, four Baton hops,
 // with records and dedupe windows on, on the memory store: what the chain
 // costs in CPU and allocations per request, the agents included.
-func BenchmarkChainHops(b *testing.B) {
+func BenchmarkChainHops(b *testing.B) { chainHops(b, true) }
+
+// BenchmarkChainHopsForwardingNothing is BenchmarkChainHops with a B that
+// forwards no trace context: its call is tied to the one handling in flight
+// at its Baton, which writes the traceparent it continues.
+func BenchmarkChainHopsForwardingNothing(b *testing.B) { chainHops(b, false) }
+
+func chainHops(b *testing.B, forward bool) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	cAgent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -34,9 +41,11 @@ func BenchmarkChainHops(b *testing.B) {
 		req, _ := http.NewRequest("POST", "http://"+*bEgress.Load()+"/step", strings.NewReader(`{"step":1}`))
 		req.Host = "c"
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Traceparent", r.Header.Get("Traceparent"))
-		if bg := r.Header.Get("Baggage"); bg != "" {
-			req.Header.Set("Baggage", bg)
+		if forward {
+			req.Header.Set("Traceparent", r.Header.Get("Traceparent"))
+			if bg := r.Header.Get("Baggage"); bg != "" {
+				req.Header.Set("Baggage", bg)
+			}
 		}
 		resp, err := client.Do(req)
 		if err != nil {
