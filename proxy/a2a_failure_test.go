@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/state"
 )
 
 // a2aAgent is an A2A agent as the SDKs' examples write it: each message it
@@ -64,6 +62,8 @@ func (a *a2aAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.ID, run, run, state)
 }
 
+func (a *a2aAgent) useEgress(addr string) { a.egress.Store(&addr) }
+
 func a2aMessage(id, text string) string {
 	return `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"` + id +
 		`","role":"ROLE_USER","parts":[{"text":"` + text + `"}]}}}`
@@ -80,9 +80,9 @@ func TestChainA2AFailedTask(t *testing.T) {
 	store := sharedStore(t)
 	c, d := &a2aAgent{}, &a2aAgent{failFirst: true}
 	b := &a2aAgent{steps: []string{"c", "d"}}
-	cB := startA2ANode(t, "c", c, "", store())
-	dB := startA2ANode(t, "d", d, "", store())
-	bB := startA2ANode(t, "b", b, peerYAML(map[string]string{"c": cB.IngressAddr(), "d": dB.IngressAddr()}), store())
+	cB := node(t, "c", c, "", store())
+	dB := node(t, "d", d, "", store())
+	bB := node(t, "b", b, peerYAML(map[string]string{"c": cB.IngressAddr(), "d": dB.IngressAddr()}), store())
 	aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()}), store())
 
 	msg := a2aMessage("order-17", "book the trip")
@@ -114,16 +114,4 @@ func TestChainA2AFailedTask(t *testing.T) {
 	eventually(t, "the dead letter is resolved", func() bool {
 		return adminRecord(t, bB.AdminAddr(), dl).State == record.Delivered && deadLetters(t, bB).Total == 0
 	})
-}
-
-// startA2ANode starts agent a behind a Baton named name, configured by
-// yaml, and points the agent at the Baton's egress.
-func startA2ANode(t *testing.T, name string, a *a2aAgent, yaml string, store state.Store) *baton {
-	t.Helper()
-	srv := httptest.NewServer(a)
-	t.Cleanup(srv.Close)
-	b := startBaton(t, "agent: "+name+"\nupstream: "+srv.URL+"\n"+yaml, store)
-	addr := b.EgressAddr()
-	a.egress.Store(&addr)
-	return b
 }

@@ -115,15 +115,23 @@ func sharedStore(t *testing.T) func() state.Store {
 	return func() state.Store { return redisStoreWithPrefix(t, url, prefix) }
 }
 
+// nodeAgent is an agent under test that calls its peers through its Baton's
+// egress, once told where it is.
+type nodeAgent interface {
+	http.Handler
+	useEgress(addr string)
+}
+
+func (a *stepAgent) useEgress(addr string) { a.egress.Store(&addr) }
+
 // node starts agent a behind a Baton configured by yaml (agent name and
 // upstream added), and points the agent at the Baton's egress.
-func node(t *testing.T, name string, a *stepAgent, yaml string, store state.Store) *baton {
+func node(t *testing.T, name string, a nodeAgent, yaml string, store state.Store) *baton {
 	t.Helper()
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	b := startBaton(t, "agent: "+name+"\nupstream: "+srv.URL+"\n"+yaml, store)
-	addr := b.EgressAddr()
-	a.egress.Store(&addr)
+	a.useEgress(b.EgressAddr())
 	return b
 }
 

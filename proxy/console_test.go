@@ -21,7 +21,6 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state"
-	"github.com/batonproxy/baton/state/redistest"
 )
 
 const consoleToken = "console-test-token"
@@ -386,12 +385,7 @@ func TestConsoleNotFoundPages(t *testing.T) {
 
 func TestConsoleStoreDown(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	store, err := state.NewRedis(config.Redis{URL: srv.URL(), DialTimeout: config.Duration(200 * time.Millisecond),
-		OpTimeout: config.Duration(300 * time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := killableRedis(t)
 	b := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://127.0.0.1:1}}\n", store)
 	c := newConsoleClient(t, b.AdminAddr())
 	c.page("/console/deadletters")

@@ -18,12 +18,7 @@ import (
 
 func TestDedupeRedisKilledFailsClosedThenResumes(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	store, err := state.NewRedis(config.Redis{URL: srv.URL(), DialTimeout: config.Duration(200 * time.Millisecond),
-		OpTimeout: config.Duration(300 * time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := killableRedis(t)
 	agent := &counting{}
 	p := dedupePair(t, agent, store, "")
 
@@ -74,12 +69,7 @@ func TestDedupeRedisKilledFailsClosedThenResumes(t *testing.T) {
 
 func TestDedupeFailOpenDelivers(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	store, err := state.NewRedis(config.Redis{URL: srv.URL(), DialTimeout: config.Duration(200 * time.Millisecond),
-		OpTimeout: config.Duration(300 * time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := killableRedis(t)
 	agent := &counting{}
 	p := dedupePair(t, agent, store, "dedupe: {on_store_error: fail_open}\n")
 	srv.Kill()
@@ -175,4 +165,17 @@ func newAgent(t *testing.T, h http.Handler) string {
 	srv := httptestServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// killableRedis starts a throwaway redis-server of the test's own, to kill
+// and restart, and a store on it that gives up quickly while it is down.
+func killableRedis(t *testing.T) (*redistest.Server, state.Store) {
+	t.Helper()
+	srv := redistest.Start(t)
+	store, err := state.NewRedis(config.Redis{URL: srv.URL(), DialTimeout: config.Duration(200 * time.Millisecond),
+		OpTimeout: config.Duration(300 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, store
 }

@@ -11,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
-	"github.com/batonproxy/baton/state"
-	"github.com/batonproxy/baton/state/redistest"
 )
 
 // flaky is a peer's agent that answers 503 while down and 200 after.
@@ -192,24 +189,14 @@ func TestBatonRefusalsAreRetried(t *testing.T) {
 		a := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\npeers: {summarizer: {url: http://"+
 			b.IngressAddr()+"}}\nretry: {attempts: 2, backoff: 1ms}\n", nil)
 		resp := send(t, a.EgressAddr(), "summarizer", "POST", "/", `{}`, nil)
-		var pd struct {
-			RecordID string `json:"record_id"`
-		}
-		id := resp.Header.Get("Baton-Dead-Letter")
-		json.NewDecoder(resp.Body).Decode(&pd)
-		rec := adminRecord(t, a.AdminAddr(), id)
+		rec := adminRecord(t, a.AdminAddr(), resp.Header.Get("Baton-Dead-Letter"))
 		if resp.StatusCode != 502 || rec.State != record.Dead || rec.Attempts != 3 {
 			t.Errorf("status %d, record %s after %d attempts; want 502, dead after 3", resp.StatusCode, rec.State, rec.Attempts)
 		}
 	})
 	t.Run("the receiver's store is down", func(t *testing.T) {
 		t.Parallel()
-		srv := redistest.Start(t)
-		store, err := state.NewRedis(config.Redis{URL: srv.URL(), DialTimeout: config.Duration(200 * time.Millisecond),
-			OpTimeout: config.Duration(300 * time.Millisecond)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv, store := killableRedis(t)
 		var calls atomic.Int64
 		ag := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			calls.Add(1)

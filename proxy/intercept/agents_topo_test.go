@@ -232,17 +232,7 @@ func (a *nodeAgent) mustCounts(t testing.TB) counts {
 // share the peer namespace.
 func (tp *agentsTopo) startBatonAt(t *testing.T, ns *netns, name, admin, yaml string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "baton-conf-") // t.TempDir's parent is closed to UID 1337
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	conf := filepath.Join(dir, "baton.yaml")
-	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", "--config", conf)
+	cmd := exec.Command(bin, "serve", "--config", writeConf(t, yaml))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "OTEL_TRACES_EXPORTER=none", "BATON_LOG_LEVEL=debug"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: batonUID, Gid: batonUID}}
 	done, logs := tp.startProcess(t, ns, cmd, name+"'s Baton", syscall.SIGTERM)

@@ -249,16 +249,7 @@ func (l *logBuffer) String() string {
 // the configuration given, and waits until its admin listener answers.
 func (ns *netns) startBaton(t testing.TB, uid int, yaml string) *logBuffer {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "baton-conf-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	conf := filepath.Join(dir, "baton.yaml")
-	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	conf := writeConf(t, yaml)
 	logs := &logBuffer{}
 	cmd := exec.Command(bin, "serve", "--config", conf)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "OTEL_TRACES_EXPORTER=none", "BATON_LOG_LEVEL=debug"}
@@ -338,4 +329,21 @@ func readAll(t testing.TB, r io.ReadCloser) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// writeConf writes yaml to a baton.yaml that a Baton running as another UID
+// can read (t.TempDir's parent is closed to it), removed at cleanup.
+func writeConf(t testing.TB, yaml string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "baton-conf-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	conf := filepath.Join(dir, "baton.yaml")
+	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return conf
 }

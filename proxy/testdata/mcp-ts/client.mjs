@@ -2,34 +2,9 @@
 // reaches the MCP server "tools" through its agent's Baton: each request goes
 // to BATON_EGRESS with Host: tools, as a proxied agent's requests do. It
 // prints what it saw as one JSON object.
-import http from "node:http";
-import { Readable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-
-const [egressHost, egressPort] = process.env.BATON_EGRESS.split(":");
-
-// viaBaton is a fetch that sends to the Baton's egress, naming the peer in Host.
-function viaBaton(url, init = {}) {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const headers = Object.fromEntries(new Headers(init.headers ?? {}).entries());
-    headers.host = u.host;
-    const req = http.request(
-      { host: egressHost, port: egressPort, method: init.method ?? "GET", path: u.pathname + u.search, headers },
-      (res) => {
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) h.set(k, Array.isArray(v) ? v.join(", ") : v);
-        const body = res.statusCode === 202 || res.statusCode === 204 ? null : Readable.toWeb(res);
-        resolve(new Response(body, { status: res.statusCode, headers: h }));
-      },
-    );
-    req.on("error", reject);
-    init.signal?.addEventListener("abort", () => req.destroy(new Error("aborted")));
-    if (init.body) req.write(init.body);
-    req.end();
-  });
-}
+import { viaBaton } from "./via-baton.mjs";
 
 const out = { progress: 0 };
 const client = new Client({ name: "ts-agent", version: "1.0.0" });
