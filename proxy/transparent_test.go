@@ -201,8 +201,16 @@ func TestTransparentHandoff(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Errorf("Host routing in transparent mode: %d", resp.StatusCode)
 		}
-		// In proxy mode an address is no peer, whatever the peer's URL.
-		resp = send(t, a.EgressAddr(), peerAddr, "POST", "/", `{}`, nil)
+		// As in transparent mode, the address of a peer's URL, or one of its
+		// ports on that host, is the peer; another port is no one.
+		for _, addr := range []string{peerAddr, agentPort} {
+			n := got.count()
+			resp = send(t, a.EgressAddr(), addr, "POST", "/", `{}`, nil)
+			if resp.StatusCode != 200 || got.count() != n+1 {
+				t.Errorf("Host %s in proxy mode: %d; want a handoff to summarizer", addr, resp.StatusCode)
+			}
+		}
+		resp = send(t, a.EgressAddr(), net.JoinHostPort(peerHost, "9999"), "POST", "/", `{}`, nil)
 		if p := readProblem(t, resp); resp.StatusCode != 403 || !strings.HasSuffix(p.Type, "unknown-destination") {
 			t.Errorf("status %d, problem %+v: want 403 unknown-destination", resp.StatusCode, p)
 		}
