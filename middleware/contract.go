@@ -28,6 +28,7 @@ import (
 
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/state"
 )
 
 // HeaderContract reports the contract check of a handoff's envelope.
@@ -106,13 +107,13 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 // first stamped, so that the agent retrying it sends the same bytes again:
 // the receiver's dedupe window fingerprints the body, and a new stamp time
 // would make a retry look like a different request.
-type stampTimes struct{ m *fifoMap[time.Time] }
+type stampTimes struct{ m *state.FIFO[time.Time] }
 
-func newStampTimes(n int) *stampTimes { return &stampTimes{m: newFIFOMap[time.Time](n)} }
+func newStampTimes(n int) *stampTimes { return &stampTimes{m: state.NewFIFO[time.Time](n, 0)} }
 
 // at returns the first stamp time of key, recording now when it is new.
 func (s *stampTimes) at(key string, now time.Time) time.Time {
-	return s.m.update(key, func(t time.Time, ok bool) (time.Time, bool) {
+	return s.m.Update(key, func(t time.Time, ok bool) (time.Time, bool) {
 		if ok {
 			return t, false
 		}

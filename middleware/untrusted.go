@@ -543,17 +543,17 @@ func indexFold(b []byte, p string) int {
 // when the agent read more untrusted text in between: the receiver's dedupe
 // window fingerprints the body. Labels only grow: a retry carries its first
 // labels plus any found since (never fewer).
-type labelCache struct{ m *fifoMap[trust.Labels] }
+type labelCache struct{ m *state.FIFO[trust.Labels] }
 
-func newLabelCache(size int) *labelCache { return &labelCache{m: newFIFOMap[trust.Labels](size)} }
+func newLabelCache(size int) *labelCache { return &labelCache{m: state.NewFIFO[trust.Labels](size, 0)} }
 
 // settle returns the labels to send for key: those sent before, with l's
 // added.
 func (c *labelCache) settle(in *Info, l trust.Labels) trust.Labels {
-	if l.Empty() && c.m.empty() {
+	if l.Empty() && c.m.Empty() {
 		return l // nothing sent before, nothing to send now
 	}
-	return c.m.update(in.Edge()+"\x00"+in.Key, func(prev trust.Labels, ok bool) (trust.Labels, bool) {
+	return c.m.Update(in.Edge()+"\x00"+in.Key, func(prev trust.Labels, ok bool) (trust.Labels, bool) {
 		if !ok {
 			return l, !l.Empty()
 		}

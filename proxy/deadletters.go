@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/state"
 )
 
 // letters keeps the dead letter of each (peer, key) this Baton's agent has,
@@ -25,7 +26,7 @@ type letters struct {
 	book  *record.Book
 	log   *slog.Logger
 	bg    func(func(context.Context)) // runs store work off the request path
-	byKey *fifo[string]               // "peer\x00key" → dead letter record id
+	byKey *state.FIFO[string]               // "peer\x00key" → dead letter record id
 
 	mu       sync.Mutex
 	unstored []*record.Record // dead letters the store refused, stored again by keepStoring
@@ -39,7 +40,7 @@ const maxLetters = 1 << 16
 
 // newLetters keeps dead letters by key for as long as records are kept.
 func newLetters(book *record.Book, retention time.Duration, log *slog.Logger, bg func(func(context.Context))) *letters {
-	return &letters{book: book, log: log, bg: bg, byKey: newFIFO[string](maxLetters, retention)}
+	return &letters{book: book, log: log, bg: bg, byKey: state.NewFIFO[string](maxLetters, retention)}
 }
 
 func letterKey(peer, key string) string { return peer + "\x00" + key }
@@ -57,11 +58,11 @@ func (l *letters) load(ctx context.Context, agent string) {
 		if r.Key == "" || r.State != record.Dead {
 			continue
 		}
-		l.byKey.update(letterKey(r.To, r.Key), func(cur string, ok bool) string {
+		l.byKey.Update(letterKey(r.To, r.Key), func(cur string, ok bool) (string, bool) {
 			if ok {
-				return cur // one written since this Baton started is newer
+				return cur, true // one written since this Baton started is newer
 			}
-			return r.ID
+			return r.ID, true
 		})
 	}
 }
@@ -69,9 +70,9 @@ func (l *letters) load(ctx context.Context, agent string) {
 // swap sets the dead letter of (peer, key) to id and returns the one
 // before.
 func (l *letters) swap(peer, key, id string) (prev string) {
-	l.byKey.update(letterKey(peer, key), func(cur string, _ bool) string {
+	l.byKey.Update(letterKey(peer, key), func(cur string, _ bool) (string, bool) {
 		prev = cur
-		return id
+		return id, true
 	})
 	return prev
 }
@@ -91,15 +92,15 @@ func (l *letters) dead(rec *record.Record) {
 // is resolved by it. With no dead letter kept (the usual case) it costs a
 // lock and nothing else.
 func (l *letters) delivered(rec *record.Record) {
-	if l == nil || rec.Key == "" || l.byKey.empty() {
+	if l == nil || rec.Key == "" || l.byKey.Empty() {
 		return
 	}
 	k := letterKey(rec.To, rec.Key)
-	prev, _ := l.byKey.get(k)
+	prev, _ := l.byKey.Get(k)
 	if prev == "" {
 		return
 	}
-	l.byKey.remove(k)
+	l.byKey.Remove(k)
 	if prev != rec.ID {
 		l.settle(prev, rec.ID, true)
 	}

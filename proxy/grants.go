@@ -3,6 +3,7 @@ package proxy
 import (
 	"time"
 
+	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 )
 
@@ -12,13 +13,13 @@ import (
 // handoff, so no store round trip is needed on the hot path. It is bounded
 // (first in, first out) and entries expire after ttl.
 type grantBook struct {
-	grants *fifo[*trust.Grant]
+	grants *state.FIFO[*trust.Grant]
 }
 
 const grantBookSize = 1 << 16
 
 func newGrantBook(ttl time.Duration) *grantBook {
-	return &grantBook{grants: newFIFO[*trust.Grant](grantBookSize, ttl)}
+	return &grantBook{grants: state.NewFIFO[*trust.Grant](grantBookSize, ttl)}
 }
 
 // RememberGrant narrows the trace's grant by g: a later inbound handoff in
@@ -28,15 +29,15 @@ func (b *grantBook) RememberGrant(traceID string, g *trust.Grant) {
 	if g == nil {
 		return
 	}
-	b.grants.update(traceID, func(old *trust.Grant, ok bool) *trust.Grant {
+	b.grants.Update(traceID, func(old *trust.Grant, ok bool) (*trust.Grant, bool) {
 		if !ok {
-			return g
+			return g, true
 		}
-		return trust.Intersect(old, g)
+		return trust.Intersect(old, g), true
 	})
 }
 
 func (b *grantBook) InboundGrant(traceID string) *trust.Grant {
-	g, _ := b.grants.get(traceID)
+	g, _ := b.grants.Get(traceID)
 	return g
 }

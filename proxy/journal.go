@@ -70,7 +70,7 @@ type journal struct {
 	maxBody     int64 // the largest request body read for a digest
 	log         *slog.Logger
 	m           *journalMetrics
-	runs        *fifo[*run]
+	runs        *state.FIFO[*run]
 }
 
 // newJournal builds the journal c configures, or returns nil when nothing
@@ -93,7 +93,7 @@ func newJournal(c *config.Config, o Options, hs middleware.Handlings, env func(s
 	j := &journal{store: o.Store, agent: c.Agent, hs: hs, dig: digester{key: key, vary: c.Journal.Vary},
 		edges: map[string]bool{}, retention: c.Journal.Retention.D(), maxEntry: c.Journal.MaxEntryBytes,
 		maxHandling: c.Journal.MaxHandlingBytes, maxBody: max(c.Records.MaxBodyBytes, c.Journal.MaxEntryBytes),
-		log: o.Logger, m: m, runs: newFIFO[*run](journalRuns, hopTTL)}
+		log: o.Logger, m: m, runs: state.NewFIFO[*run](journalRuns, hopTTL)}
 	for _, h := range c.Journal.Hosts {
 		j.hosts = append(j.hosts, strings.ToLower(h))
 	}

@@ -39,13 +39,13 @@ type load struct {
 // run returns the journal state of h's calls.
 func (j *journal) run(h *middleware.Handling) *run {
 	var ru *run
-	j.runs.update(h.ID, func(old *run, ok bool) *run {
+	j.runs.Update(h.ID, func(old *run, ok bool) (*run, bool) {
 		if !ok {
 			old = &run{j: j, h: h, key: "journal/" + j.agent + "/" + hex.EncodeToString(h.Key[:]),
 				occ: map[[sha256.Size]byte][]bool{}}
 		}
 		ru = old
-		return old
+		return old, true
 	})
 	return ru
 }
@@ -53,7 +53,7 @@ func (j *journal) run(h *middleware.Handling) *run {
 // ended lets go of the entries of h's journal once no call of it is in
 // flight: the agent answered.
 func (j *journal) ended(h *middleware.Handling) {
-	if ru, ok := j.runs.get(h.ID); ok {
+	if ru, ok := j.runs.Get(h.ID); ok {
 		ru.mu.Lock()
 		ru.letGo()
 		ru.mu.Unlock()

@@ -36,7 +36,7 @@ func TestRunKeepsWhatACallLoads(t *testing.T) {
 	t.Cleanup(func() { mem.Close() })
 	store := &slowRange{Store: mem, release: make(chan struct{}), ranges: make(chan struct{}, 4)}
 	j := &journal{store: store, agent: "b", maxEntry: 1 << 20, maxHandling: 1 << 20,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), runs: newFIFO[*run](16, time.Minute)}
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), runs: state.NewFIFO[*run](16, time.Minute)}
 	h := &middleware.Handling{ID: "t.1"}
 	ru := j.run(h)
 	d := sha256.Sum256([]byte("call"))

@@ -23,18 +23,18 @@ type mcpSessions struct {
 	agent string
 	store state.Store
 	log   *slog.Logger
-	known *fifo[string]
+	known *state.FIFO[string]
 }
 
 func newMCPSessions(agent string, store state.Store, log *slog.Logger) *mcpSessions {
-	return &mcpSessions{agent: agent, store: store, log: log, known: newFIFO[string](1<<16, mcpSessionTTL)}
+	return &mcpSessions{agent: agent, store: store, log: log, known: state.NewFIFO[string](1<<16, mcpSessionTTL)}
 }
 
 func (s *mcpSessions) key(sid string) string { return "mcp/session/" + s.agent + "/" + sid }
 
 // Owner implements middleware.MCPSessions.
 func (s *mcpSessions) Owner(ctx context.Context, sid string) (string, error) {
-	if owner, ok := s.known.get(sid); ok {
+	if owner, ok := s.known.Get(sid); ok {
 		return owner, nil
 	}
 	v, err := s.store.Get(ctx, s.key(sid))
@@ -44,7 +44,7 @@ func (s *mcpSessions) Owner(ctx context.Context, sid string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s.known.set(sid, string(v))
+	s.known.Set(sid, string(v))
 	return string(v), nil
 }
 
@@ -61,11 +61,11 @@ func (s *mcpSessions) bind(resp *http.Response) {
 	}
 	// The first binding stands: a later answer naming the same id does not
 	// move the session to another agent.
-	s.known.update(sid, func(old string, ok bool) string {
+	s.known.Update(sid, func(old string, ok bool) (string, bool) {
 		if ok {
-			return old
+			return old, true
 		}
-		return in.From
+		return in.From, true
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
