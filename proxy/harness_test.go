@@ -21,12 +21,13 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 )
 
 // baton is one Baton under test with its captured log.
 type baton struct {
-	*proxy.Server
+	*sidecar.Baton
 	log *syncBuffer
 }
 
@@ -85,7 +86,7 @@ func startBatonWith(t testing.TB, yaml string, store state.Store, opts func(*pro
 	if opts != nil {
 		opts(&o)
 	}
-	s, err := proxy.New(o)
+	s, err := sidecar.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func startBatonWith(t testing.TB, yaml string, store state.Store, opts func(*pro
 			t.Logf("%s log:\n%s", c.Agent, logs.String())
 		}
 	})
-	return &baton{Server: s, log: logs}
+	return &baton{Baton: s, log: logs}
 }
 
 // pair is analyst's Baton handing off to summarizer's Baton, whose agent is

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 )
 
@@ -38,7 +39,7 @@ func runChild(yaml string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	s, err := proxy.New(proxy.Options{Config: c, Store: store, TracerProvider: sdktrace.NewTracerProvider(),
+	s, err := sidecar.New(proxy.Options{Config: c, Store: store, TracerProvider: sdktrace.NewTracerProvider(),
 		Propagator: propagation.TraceContext{}, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))})
 	if err == nil {
 		err = s.Start()

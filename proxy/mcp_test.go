@@ -313,7 +313,7 @@ func TestMCPMetricsDocumented(t *testing.T) {
 	t.Parallel()
 	p := startMCPPair(t, "", "edges: [{from: a, mcp: {}}]\n", nil, nil)
 	a := startMetered(t, "agent: a\nupstream: http://127.0.0.1:1\npeers: {tools: {url: http://"+p.t.IngressAddr()+"}}\n"+mcpEdges)
-	p.a = &baton{Server: a.Server, log: a.logs}
+	p.a = &baton{Baton: a.Baton, log: a.logs}
 	cs := p.connect(t)
 	ctx := context.Background()
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_web", Arguments: map[string]any{"query": "q"}}); err != nil {

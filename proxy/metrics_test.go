@@ -26,6 +26,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 )
@@ -34,7 +35,7 @@ import (
 // admin listener (from a registry of its own, as baton serve does) and
 // whose spans are recorded.
 type meteredBaton struct {
-	*proxy.Server
+	*sidecar.Baton
 	spans *tracetest.SpanRecorder
 	logs  *syncBuffer
 }
@@ -63,7 +64,7 @@ func startMetered(t *testing.T, yaml string) *meteredBaton {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	logs := &syncBuffer{}
-	s, err := proxy.New(proxy.Options{
+	s, err := sidecar.New(proxy.Options{
 		Config: c, Store: store, TracerProvider: tp,
 		Propagator:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -85,7 +86,7 @@ func startMetered(t *testing.T, yaml string) *meteredBaton {
 			t.Logf("%s log:\n%s", c.Agent, logs.String())
 		}
 	})
-	return &meteredBaton{Server: s, spans: sr, logs: logs}
+	return &meteredBaton{Baton: s, spans: sr, logs: logs}
 }
 
 // scrape is one parsed GET /metrics.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 )
 
@@ -63,7 +64,7 @@ func (rd *redirects) via(dst string) *net.Dialer {
 
 // startTransparent starts a Baton in transparent mode on loopback port 0.
 // ports lists intercept.inbound_ports.
-func startTransparent(t *testing.T, yaml, ports string) (*proxy.Server, *redirects, *syncBuffer) {
+func startTransparent(t *testing.T, yaml, ports string) (*sidecar.Baton, *redirects, *syncBuffer) {
 	t.Helper()
 	c, err := config.Decode(strings.NewReader(yaml + "intercept: {mode: transparent, inbound_ports: [" + ports + "]}\n"))
 	if err != nil {
@@ -81,14 +82,14 @@ func startTransparent(t *testing.T, yaml, ports string) (*proxy.Server, *redirec
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	s, err := proxy.New(proxy.Options{Config: c, Store: store, TracerProvider: sdktrace.NewTracerProvider(),
+	s, err := sidecar.New(proxy.Options{Config: c, Store: store, TracerProvider: sdktrace.NewTracerProvider(),
 		Propagator: propagation.TraceContext{},
 		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rd := &redirects{m: map[netip.Addr]netip.AddrPort{}}
-	proxy.SetOriginalDst(s, rd.lookup)
+	proxy.SetOriginalDst(s.Server, rd.lookup)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}

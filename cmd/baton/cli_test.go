@@ -16,12 +16,13 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 )
 
 // cliBaton starts a Baton whose one peer is down, and leaves one dead letter
 // in trace demoTrace.
-func cliBaton(t *testing.T) (*proxy.Server, *state.Memory, string) {
+func cliBaton(t *testing.T) (*sidecar.Baton, *state.Memory, string) {
 	t.Helper()
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	gone := l.Addr().String()
@@ -33,7 +34,7 @@ func cliBaton(t *testing.T) (*proxy.Server, *state.Memory, string) {
 		t.Fatal(err)
 	}
 	store := state.NewMemory(config.Memory{})
-	s, err := proxy.New(proxy.Options{Config: c, Store: store, TracerProvider: sdktrace.NewTracerProvider(),
+	s, err := sidecar.New(proxy.Options{Config: c, Store: store, TracerProvider: sdktrace.NewTracerProvider(),
 		Propagator: propagation.TraceContext{}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

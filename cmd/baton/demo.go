@@ -21,6 +21,7 @@ import (
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 )
@@ -100,12 +101,12 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer model.Close()
 	ag.modelAddr = model.Addr
 
-	start := func(yaml string) (*proxy.Server, func(), error) {
+	start := func(yaml string) (*sidecar.Baton, func(), error) {
 		c, err := config.Parse(strings.NewReader(yaml), nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := proxy.New(proxy.Options{Config: c, Store: store, TracerProvider: tp, Propagator: prop, Logger: log})
+		s, err := sidecar.New(proxy.Options{Config: c, Store: store, TracerProvider: tp, Propagator: prop, Logger: log})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 )
 
 // demoAbandonTrace is the trace of the demo's abandoned trip.
@@ -20,7 +21,7 @@ const demoAbandonTrace = "7ab0d1e5c3f24a6b9e8d0c1f2a3b4c5d"
 // airline handoff is a dead letter. The trip is abandoned with the CLI:
 // hotel's Baton refunds billing's charge, then concierge's Baton cancels
 // the room, each once.
-func demoAbandon(ctx context.Context, p func(string, ...any), start func(string) (*proxy.Server, func(), error), loop string) error {
+func demoAbandon(ctx context.Context, p func(string, ...any), start func(string) (*sidecar.Baton, func(), error), loop string) error {
 	var seq atomic.Int64
 	var mu sync.Mutex
 	var undone []string

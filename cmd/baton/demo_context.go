@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/tokens"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 )
 
 // demoContextTrace is the trace of the demo's act on context.
@@ -22,7 +22,7 @@ const demoContextTrace = "3c0e7d1f5a9b4e2c8d6f0a1b2c3d4e5f"
 // agent from its Baton when it needs it), and the same envelope to the
 // critic, whose edge has a token budget: trimmed by the envelope's
 // priorities, with a note of what was left out.
-func demoContext(ctx context.Context, p func(string, ...any), start func(string) (*proxy.Server, func(), error), loop string) error {
+func demoContext(ctx context.Context, p func(string, ...any), start func(string) (*sidecar.Baton, func(), error), loop string) error {
 	var mu sync.Mutex
 	got := map[string][]byte{}
 	var read int

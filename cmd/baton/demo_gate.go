@@ -13,6 +13,7 @@ import (
 
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 )
 
 // demoGateToken is the treasurer Baton's admin token in the demo: the
@@ -23,7 +24,7 @@ const demoGateToken = "demo-operator-token-2026"
 // person. A small refund goes through; a large one is held (202 and a
 // Location), the operator lists and approves it with the CLI, payments
 // refunds once, and treasurer's poll gets payments' answer.
-func demoGate(ctx context.Context, p func(string, ...any), start func(string) (*proxy.Server, func(), error), loop string) error {
+func demoGate(ctx context.Context, p func(string, ...any), start func(string) (*sidecar.Baton, func(), error), loop string) error {
 	var refunds atomic.Int64
 	payments, err := startDemoAgent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

@@ -27,6 +27,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 )
 
@@ -169,7 +170,7 @@ func attr(kvs []*commonpb.KeyValue, key string) string {
 
 // telemetryBaton starts a Baton in this process with the telemetry baton
 // serve sets up from the environment env reads.
-func telemetryBaton(t *testing.T, yaml string, env func(string) string) (*proxy.Server, *telemetry) {
+func telemetryBaton(t *testing.T, yaml string, env func(string) string) (*sidecar.Baton, *telemetry) {
 	t.Helper()
 	c, err := config.Parse(strings.NewReader(yaml+"listen: {egress: 127.0.0.1:0, ingress: 127.0.0.1:0, admin: 127.0.0.1:0}\n"), nil)
 	if err != nil {
@@ -180,7 +181,7 @@ func telemetryBaton(t *testing.T, yaml string, env func(string) string) (*proxy.
 		t.Fatal(err)
 	}
 	store := state.NewMemory(c.Store.Memory)
-	s, err := proxy.New(proxy.Options{Config: c, Store: store, Logger: slog.New(slog.DiscardHandler),
+	s, err := sidecar.New(proxy.Options{Config: c, Store: store, Logger: slog.New(slog.DiscardHandler),
 		TracerProvider: tel.provider, Propagator: tel.propagator,
 		MeterProvider: tel.meters.provider, Metrics: tel.meters.handler})
 	if err != nil {
@@ -283,7 +284,7 @@ func threeBatons(t *testing.T, rcv *otlpReceiver) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, s := range []*proxy.Server{a, b, c} {
+	for _, s := range []*sidecar.Baton{a, b, c} {
 		if err := s.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}

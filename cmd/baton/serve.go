@@ -15,6 +15,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff/tokens"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust/mtls"
 )
@@ -113,7 +114,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	if err != nil {
 		return err
 	}
-	srv, err := proxy.New(proxy.Options{
+	srv, err := sidecar.New(proxy.Options{
 		Config: cfg, Store: store, Logger: log,
 		TracerProvider: tel.provider, Propagator: tel.propagator, Env: env, AccessLog: logOut,
 		MeterProvider: tel.meters.provider, Metrics: tel.meters.handler,
