@@ -26,7 +26,7 @@ type letters struct {
 	book  *record.Book
 	log   *slog.Logger
 	bg    func(func(context.Context)) // runs store work off the request path
-	byKey *state.FIFO[string]               // "peer\x00key" → dead letter record id
+	byKey *state.FIFO[string]         // "peer\x00key" → dead letter record id
 
 	mu       sync.Mutex
 	unstored []*record.Record // dead letters the store refused, stored again by keepStoring

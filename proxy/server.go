@@ -47,6 +47,9 @@ type Options struct {
 	// listener.
 	MeterProvider metric.MeterProvider
 	Metrics       http.Handler
+	// Plug builds the capabilities plugged into the request path from the
+	// parts it shares (plugins.go); nil plugs none.
+	Plug func(*Parts) (Plugins, error)
 }
 
 // Server is one Baton: its egress, ingress and admin listeners. Egress and
@@ -142,6 +145,11 @@ func New(o Options) (*Server, error) {
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
 	hs.warn = &untiedWarner{log: o.Logger}
 	s.hs = hs
+	plug, err := o.plugged(&Parts{Config: c, Store: o.Store, Book: s.book, Log: o.Logger, Meters: o.MeterProvider,
+		Env: env, Handlings: hs, Background: s.background})
+	if err != nil {
+		return nil, err
+	}
 	if s.ctxm, err = newContextMetrics(o.MeterProvider); err != nil {
 		return nil, err
 	}
@@ -154,7 +162,6 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	sessions := newMCPSessions(c.Agent, o.Store, o.Logger)
 	jr, err := newJournal(c, o, hs, env, ts.signer)
 	if err != nil {
 		return nil, err
@@ -222,7 +229,9 @@ func New(o Options) (*Server, error) {
 		},
 		Transport: memoryBody{measureClient(sm.m, peerTransport, upstream.Hostname())},
 		ModifyResponse: func(resp *http.Response) error {
-			sessions.bind(resp)
+			if plug.IngressAnswer != nil {
+				plug.IngressAnswer(resp)
+			}
 			return ingressAnswer(resp)
 		},
 		BufferPool:   pool,
@@ -305,7 +314,7 @@ func New(o Options) (*Server, error) {
 		middleware.HopGuard(maxHops),
 		middleware.Receipt(s.book),
 		s.tlsIdentity,
-		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: sessions, Log: o.Logger}),
+		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: plug.MCPSessions, Log: o.Logger}),
 		s.refs.Ingress,
 		middleware.Contract(checker, contractIn, o.Logger),
 		tainted.Ingress,

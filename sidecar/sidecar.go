@@ -10,6 +10,7 @@
 package sidecar
 
 import (
+	"github.com/batonproxy/baton/mcpsession"
 	"github.com/batonproxy/baton/proxy"
 )
 
@@ -18,13 +19,31 @@ import (
 // request path's.
 type Baton struct {
 	*proxy.Server
+	// MCPSessions knows who opened each session of the agent's MCP server.
+	MCPSessions *mcpsession.Sessions
 }
 
 // New assembles a Baton from o; nothing listens until Start.
 func New(o proxy.Options) (*Baton, error) {
+	b := &Baton{}
+	o.Plug = b.plug
 	srv, err := proxy.New(o)
 	if err != nil {
 		return nil, err
 	}
-	return &Baton{Server: srv}, nil
+	b.Server = srv
+	return b, nil
+}
+
+// plug builds the capabilities from the parts the request path shares, and
+// says where each plugs in.
+func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
+	var pl proxy.Plugins
+
+	// MCP sessions: at ingress, who opened each session of the agent's
+	// MCP server (docs/mcp.md).
+	b.MCPSessions = mcpsession.New(p.Config.Agent, p.Store, p.Log)
+	pl.MCPSessions, pl.IngressAnswer = b.MCPSessions, b.MCPSessions.Bind
+
+	return pl, nil
 }
