@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/compensation"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 )
 
@@ -149,7 +150,7 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 	}
 
 	// The records are written off the request path.
-	waitTrace(t, aB.AdminAddr(), trace, func(v proxy.TraceView) bool {
+	waitTrace(t, aB.AdminAddr(), trace, func(v records.TraceView) bool {
 		effects := 0
 		for _, r := range v.Records {
 			if r.Side == "egress" {
@@ -158,7 +159,7 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 		}
 		return effects == 2
 	})
-	abandon := func() (int, proxy.Abandonment) {
+	abandon := func() (int, compensation.Abandonment) {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+aB.AdminAddr()+"/v1/traces/"+trace+"/abandon?wait=20s",
 			strings.NewReader(`{"reason":"the trip was cancelled"}`))
 		resp, err := http.DefaultClient.Do(req)
@@ -166,7 +167,7 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var a proxy.Abandonment
+		var a compensation.Abandonment
 		raw, _ := io.ReadAll(resp.Body)
 		if err := json.Unmarshal(raw, &a); err != nil {
 			t.Fatalf("abandon answered %d: %s", resp.StatusCode, raw)
@@ -174,7 +175,7 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 		return resp.StatusCode, a
 	}
 	var wg sync.WaitGroup
-	results := make([]proxy.Abandonment, 2)
+	results := make([]compensation.Abandonment, 2)
 	for i := range results {
 		wg.Go(func() {
 			st, a := abandon()
@@ -207,7 +208,7 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 	}
 
 	// Each compensation was a signed handoff, verified by its receiver.
-	view := waitTrace(t, aB.AdminAddr(), trace, func(v proxy.TraceView) bool {
+	view := waitTrace(t, aB.AdminAddr(), trace, func(v records.TraceView) bool {
 		n := 0
 		for _, r := range v.Records {
 			if r.Compensates != "" && r.Side == "ingress" {
@@ -280,7 +281,7 @@ func TestAbandonByManifest(t *testing.T) {
 	}
 }
 
-func abandonByManifest(t *testing.T, compensation, by string, drop bool) {
+func abandonByManifest(t *testing.T, comp, by string, drop bool) {
 	store := sharedStore(t)
 	var closes atomic.Int32
 	var closeBody atomic.Value
@@ -307,7 +308,7 @@ func abandonByManifest(t *testing.T, compensation, by string, drop bool) {
 	bSrv := httptest.NewServer(bAgent)
 	t.Cleanup(bSrv.Close)
 	bB := startBatonWith(t, "agent: b\nupstream: "+bSrv.URL+"\n"+peerYAML(map[string]string{"c": cB.IngressAddr()})+
-		"retry: {attempts: 1}\n"+compensation, store(), nil)
+		"retry: {attempts: 1}\n"+comp, store(), nil)
 	bAgent.egress = bB.EgressAddr()
 	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()}), store(), nil)
 
@@ -331,7 +332,7 @@ func abandonByManifest(t *testing.T, compensation, by string, drop bool) {
 		}
 	}
 	eventually(t, "the ticket closed", func() bool { return closes.Load() == 1 })
-	var a proxy.Abandonment
+	var a compensation.Abandonment
 	eventually(t, "the abandonment settled", func() bool {
 		return adminGet(t, aB.AdminAddr(), "/v1/traces/"+trace+"/abandon", &a) == http.StatusOK && a.Settled
 	})
@@ -382,7 +383,7 @@ func TestAbandonFailedCompensation(t *testing.T) {
 		http.Header{"Content-Type": {"application/json"}, "Traceparent": {"00-" + trace + "-b7ad6b7169203331-01"}}); resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("the chain answered %d", resp.StatusCode)
 	}
-	var a proxy.Abandonment
+	var a compensation.Abandonment
 	req, _ := http.NewRequest(http.MethodPost, "http://"+aB.AdminAddr()+"/v1/traces/"+trace+"/abandon?wait=10s", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -435,7 +436,7 @@ func TestAbandonGatedCompensation(t *testing.T) {
 		}
 		return resp.StatusCode
 	}
-	var a proxy.Abandonment
+	var a compensation.Abandonment
 	if st := admin(http.MethodPost, "/v1/traces/"+trace+"/abandon?wait=3s", &a); st != http.StatusOK {
 		t.Fatalf("abandon: %d", st)
 	}

@@ -2,14 +2,13 @@ package proxy
 
 import (
 	"context"
-	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/records"
 )
 
 // adminRouter serves the admin listener: /healthz (the process is up) and
@@ -20,38 +19,14 @@ func (s *Server) adminRouter() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", s.readyz)
-	r.Group(func(r chi.Router) {
-		if s.cfg.AdminToken != "" {
-			r.Use(bearer(s.cfg.AdminToken))
-		}
-		s.recordRoutes(r)
-		s.abandonRoutes(r)
-	})
-	// The console (console.go) signs in on its own: the admin token, then
-	// a session cookie.
-	s.consoleRoutes(r)
-	s.approvalRoutes(r) // approvers too: its own authentication
+	if s.plug.Admin != nil {
+		s.plug.Admin(r) // the capabilities' routes (sidecar/routes.go)
+	}
 	s.metricsRoute(r)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.NotFound, "no admin endpoint "+r.URL.Path)
 	})
 	return r
-}
-
-// bearer requires "Authorization: Bearer <token>" (compared in constant
-// time) on the admin API; health probes stay open.
-func bearer(token string) func(http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="baton-admin"`)
-				problem.Write(w, r, problem.Unauthorized, "the admin API needs Authorization: Bearer <admin_token>")
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -73,7 +48,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	records.WriteJSON(w, status, v)
 }

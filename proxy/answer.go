@@ -35,7 +35,7 @@ func echoKey(answer, request http.Header) {
 // caller without a Baton (the chain's entry) learns the key the handling
 // ran under, so that it can resume the chain by re-sending with it.
 func ingressAnswer(resp *http.Response) error {
-	resp.Header.Del(HeaderDeadLetter)
+	resp.Header.Del(middleware.HeaderDeadLetter)
 	resp.Header.Del(middleware.HeaderRefused)
 	if resp.Request == nil {
 		return nil
@@ -45,7 +45,7 @@ func ingressAnswer(resp *http.Response) error {
 		return nil
 	}
 	if dl := in.Handling.StoppedAt(); dl != "" && failedAnswer(in, resp) {
-		resp.Header.Set(HeaderDeadLetter, dl)
+		resp.Header.Set(middleware.HeaderDeadLetter, dl)
 		in.StoppedAt = dl
 	}
 	if in.SenderRunsNoBaton() && in.Key != "" {

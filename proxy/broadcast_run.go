@@ -200,7 +200,7 @@ func (b *broadcaster) answer(w http.ResponseWriter, r *http.Request, in *middlew
 	}
 	doc.Missed = append(doc.Missed, pending...) // still running at the deadline
 	if firstDead != "" {
-		w.Header().Set(HeaderDeadLetter, firstDead)
+		w.Header().Set(middleware.HeaderDeadLetter, firstDead)
 	}
 	detail := "the broadcast to " + g.name + " (mode " + g.Mode + ") was not met by its deadline: " +
 		strconv.Itoa(doc.Succeeded) + " of " + strconv.Itoa(len(g.Members)) + " members answered 2xx"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // broadcastDoc is the answer a broadcast's agent gets (a met broadcast's
@@ -122,7 +122,7 @@ func TestBroadcastChainOneMemberDown(t *testing.T) {
 		return adminRecord(t, aB.AdminAddr(), dl).ResolvedBy != "" && deadLetters(t, aB).Total == 0
 	})
 	// Each member's handoff is a record of its own, with its own key.
-	v := waitTrace(t, aB.AdminAddr(), traceID, func(v proxy.TraceView) bool { return len(v.Records) >= 3 })
+	v := waitTrace(t, aB.AdminAddr(), traceID, func(v records.TraceView) bool { return len(v.Records) >= 3 })
 	keys := map[string]string{}
 	for _, r := range v.Records {
 		if r.Side == record.Egress && r.From == "a" {

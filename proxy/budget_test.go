@@ -13,7 +13,7 @@ import (
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/handoff/tokens"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // headerAgent keeps the bodies and headers it gets.
@@ -147,7 +147,7 @@ func TestBudgetEnforcedAndTrimmed(t *testing.T) {
 	if data, _ := io.ReadAll(read.Body); read.StatusCode != http.StatusOK || string(data) != wordy(1500) {
 		t.Fatalf("reading the trimmed artifact: %d, %d bytes", read.StatusCode, len(data))
 	}
-	view := waitTrace(t, aB.AdminAddr(), trace, func(v proxy.TraceView) bool { return len(v.Records) == 2 && v.Records[0].State == record.Delivered })
+	view := waitTrace(t, aB.AdminAddr(), trace, func(v records.TraceView) bool { return len(v.Records) == 2 && v.Records[0].State == record.Delivered })
 	sh := view.Records[0].Shaping // a's delegation record; the receipt is lean's
 	if sh == nil || sh.Before != before || sh.Tokens > 400 || sh.MaxTokens != 400 || sh.Tokenizer != "o200k_base" ||
 		!slices.Equal(sh.Dropped, wantOmitted[:3]) || !slices.Equal(sh.Trimmed, wantOmitted[3:]) {

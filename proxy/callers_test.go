@@ -21,6 +21,7 @@ import (
 
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/state/redistest"
 )
@@ -76,7 +77,7 @@ func callIngress(t *testing.T, b *baton, hdr http.Header, body string) (*http.Re
 // callerReceipt waits for the receipt of trace at b to be final.
 func callerReceipt(t *testing.T, b *baton, trace string) record.Record {
 	t.Helper()
-	v := waitTrace(t, b.AdminAddr(), trace, func(v proxy.TraceView) bool {
+	v := waitTrace(t, b.AdminAddr(), trace, func(v records.TraceView) bool {
 		return len(v.Records) == 1 && v.Records[0].State != record.Sent
 	})
 	return v.Records[0]
@@ -339,7 +340,7 @@ func TestCallerBatonNotMatched(t *testing.T) {
 	if got := agent.last(t); got.Header.Get("Baton-Agent") != "planner" || got.Header.Get("Authorization") != "Bearer "+webToken1 {
 		t.Errorf("the agent got Baton-Agent %q, Authorization %q", got.Header.Get("Baton-Agent"), got.Header.Get("Authorization"))
 	}
-	v := waitTrace(t, b.AdminAddr(), trace, func(v proxy.TraceView) bool {
+	v := waitTrace(t, b.AdminAddr(), trace, func(v records.TraceView) bool {
 		for _, r := range v.Records {
 			if r.Side == record.Ingress && r.State != record.Sent {
 				return true

@@ -18,8 +18,9 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/state/redistest"
 )
@@ -179,9 +180,9 @@ func startFanOf(t *testing.T, store func() state.Store, b, d *stepAgent, bYAML s
 }
 
 // deadLetters lists a Baton's dead letters.
-func deadLetters(t *testing.T, b *baton) proxy.DeadLetterPage {
+func deadLetters(t *testing.T, b *baton) deadletter.Page {
 	t.Helper()
-	var page proxy.DeadLetterPage
+	var page deadletter.Page
 	if st := adminGet(t, b.AdminAddr(), "/v1/deadletters", &page); st != http.StatusOK {
 		t.Fatalf("listing dead letters at %s: %d", b.AdminAddr(), st)
 	}
@@ -240,7 +241,7 @@ func TestChainResumesWhereItFailed(t *testing.T) {
 			}
 
 			if replayFirst {
-				var res proxy.ReplayResult
+				var res deadletter.ReplayResult
 				if st := adminPost(t, bB.AdminAddr(), "/v1/deadletters/"+dl+"/replay", &res); st != 200 || res.Status != 200 {
 					t.Fatalf("replay: %d %+v", st, res)
 				}
@@ -260,7 +261,7 @@ func TestChainResumesWhereItFailed(t *testing.T) {
 			})
 
 			// The trace tells where the chain stopped and how it resumed.
-			v := waitTrace(t, aB.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+			v := waitTrace(t, aB.AdminAddr(), traceID, func(v records.TraceView) bool {
 				n := 0
 				for _, r := range v.Records {
 					if r.Side == record.Egress && r.From == "b" && r.To == "c" && r.State == record.Delivered {

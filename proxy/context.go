@@ -23,6 +23,7 @@ import (
 	tokencount "github.com/batonproxy/baton/handoff/tokens"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 )
@@ -114,7 +115,7 @@ func (s *Server) agentContext(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	on, err := s.onTrace(ctx, traceID)
 	if err != nil {
-		s.storeProblem(w, r, err)
+		records.StoreProblem(w, r, s.log, err)
 		return
 	}
 	if !on {
@@ -133,7 +134,7 @@ func (s *Server) agentContext(w http.ResponseWriter, r *http.Request) {
 		problem.New(r, problem.DigestMismatch, "the content stored as "+d+" does not match that digest; it is not served").Write(w)
 		return
 	case err != nil:
-		s.storeProblem(w, r, err)
+		records.StoreProblem(w, r, s.log, err)
 		return
 	}
 	h := w.Header()

@@ -23,6 +23,7 @@ import (
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 )
@@ -238,7 +239,7 @@ func TestContextByReferenceThreeHops(t *testing.T) {
 	// after e sends a handoff in the trace itself (b refuses it; what an
 	// agent sends does not put it on a trace).
 	send(t, eB.EgressAddr(), "b", http.MethodPost, "/handoff", `{}`, http.Header{"Content-Type": {"application/json"}, "Traceparent": {tp}})
-	waitTrace(t, eB.AdminAddr(), tp[3:35], func(v proxy.TraceView) bool {
+	waitTrace(t, eB.AdminAddr(), tp[3:35], func(v records.TraceView) bool {
 		return slices.ContainsFunc(v.Records, func(r record.Record) bool { return r.From == "e" })
 	})
 	ref := handoff.ContextRef(digest, tp[3:35])

@@ -11,7 +11,7 @@ import (
 
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 const envelopeType = "application/vnd.baton.handoff+json"
@@ -144,7 +144,7 @@ func TestContractObserveHeaderAndStamp(t *testing.T) {
 		t.Error("the envelope was changed outside provenance")
 	}
 	// The records carry the envelope summary.
-	v := waitTrace(t, p.a.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+	v := waitTrace(t, p.a.AdminAddr(), traceID, func(v records.TraceView) bool {
 		return len(v.Records) == 1 && v.Records[0].State == record.Delivered
 	})
 	if s := v.Records[0].Envelope; s == nil || s.TaskID != "task-7f3a9c" || s.Completeness != 1 || s.OpenQuestions != 2 ||

@@ -39,23 +39,18 @@ type edge struct {
 	retry      config.Retry
 	budget     *budget
 	book       *record.Book
-	letters    *letters // this Baton's dead letters by key (deadletters.go)
-	checkpoint int64    // body bytes kept with a checkpoint
+	checkpoint int64 // body bytes kept with a checkpoint
 	log        *slog.Logger
 	signer     *trust.Signer // nil: handoffs go unsigned
 	obs        *edgeObs      // metrics and span detail (edge_metrics.go); nil: none
-	gate       *gate         // the edge's confirmation gate (gate.go); nil: none
-	approvals  *approvals    // what holds gated handoffs (approvals.go)
-	effects    *effects      // side effects reported in answers (compensation.go); nil: none kept
+	// What the capabilities plugged in (plugins.go); nil: none.
+	gate     Gate
+	answered func(rec *record.Record, resp *http.Response)
+	letters  DeadLetters
+	unstored *unstored // dead letters the store refused, stored later
 
 	deadLetters atomic.Int64 // dead letters written (or logged when the store refused)
-	replaying   atomic.Bool  // an auto replay of the edge's dead letters is running
 }
-
-// HeaderDeadLetter names, on an answer to an agent, the dead letter where
-// its handoff's chain stopped: the handoff itself, dead-lettered after its
-// tries, or a handoff further down the chain (retry pushback).
-const HeaderDeadLetter = "Baton-Dead-Letter"
 
 // DeadLetterError is returned to the reverse proxy when a handoff was
 // dead-lettered without an answer from the peer; the error handler answers
@@ -80,10 +75,9 @@ func (e *DeadLetterError) Error() string {
 
 func (e *DeadLetterError) Unwrap() error { return e.Err }
 
-func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.Book, letters *letters,
-	log *slog.Logger, onClose func()) *edge {
+func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.Book, log *slog.Logger, onClose func()) *edge {
 	bc := c.BreakerFor(to)
-	e := &edge{from: c.Agent, to: to, next: next, retry: c.RetryFor(to), book: book, letters: letters,
+	e := &edge{from: c.Agent, to: to, next: next, retry: c.RetryFor(to), book: book,
 		checkpoint: c.Records.MaxBodyBytes, log: log}
 	e.budget = newBudget(*e.retry.Budget, e.retry.BudgetWindow.D())
 	e.breaker = gobreaker.NewCircuitBreaker[*http.Response](gobreaker.Settings{
@@ -117,13 +111,9 @@ func (e *edge) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec, replay := req.Context().Value(recordKey{}).(*record.Record)
 	body := []byte(nil)
 	if !replay && e.gate != nil {
-		if resp := e.approvals.taskRead(req, in, e.to); resp != nil {
-			return resp, nil
-		}
-		if rule, ok := e.gate.match(req, in); ok {
-			if resp, err := e.approvals.hold(e, req, in, rule); resp != nil || err != nil {
-				return resp, err
-			}
+		resp, err := e.gate.Hold(e.to, req, in, func() *record.Record { return e.newRecord(req, in) })
+		if resp != nil || err != nil {
+			return resp, err
 		}
 	}
 	if replay {
@@ -253,7 +243,7 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 		rec.Outcome = "answered 409: the receiver is still running a handoff with this key (not a dead letter)"
 	case pushedBack:
 		rec.State, rec.Status, rec.Error = record.Delivered, a.resp.StatusCode, ""
-		rec.StoppedAt = a.resp.Header.Get(HeaderDeadLetter)
+		rec.StoppedAt = a.resp.Header.Get(middleware.HeaderDeadLetter)
 		stopped = rec.StoppedAt
 		rec.Outcome = "answered " + strconv.Itoa(a.resp.StatusCode) + ": the chain stopped below, at a dead letter (not retried here)"
 	case callerGone:
@@ -263,8 +253,8 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 	}
 	rec.Updated = time.Now()
 	rec.Latency = float64(rec.Updated.Sub(start).Microseconds()) / 1000
-	if a.resp != nil {
-		e.effects.observe(rec, a.resp)
+	if a.resp != nil && e.answered != nil {
+		e.answered(rec, a.resp)
 	}
 	if in != nil {
 		in.Call.Settle(outcome)
@@ -276,8 +266,8 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 	}
 	if a.verdict != dead {
 		e.book.WriteLater(rec)
-		if outcome == middleware.CallAnswered {
-			e.letters.delivered(rec)
+		if outcome == middleware.CallAnswered && e.letters != nil {
+			e.letters.Delivered(rec)
 		}
 		if a.verdict == callerGone {
 			return nil, a.err
@@ -288,7 +278,7 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 	if a.resp != nil {
 		// The peer answered: its answer passes through untouched, marked
 		// with the dead letter it became.
-		a.resp.Header.Set(HeaderDeadLetter, rec.ID)
+		a.resp.Header.Set(middleware.HeaderDeadLetter, rec.ID)
 		return a.resp, nil
 	}
 	return nil, dl
@@ -331,8 +321,10 @@ func (e *edge) deadLetter(rec *record.Record, a attempt) error {
 	defer cancel()
 	switch err := e.book.DeadLetter(ctx, rec); {
 	case err == nil:
-		e.letters.dead(rec)
-	case e.letters != nil && e.letters.keep(rec):
+		if e.letters != nil {
+			e.letters.Dead(rec)
+		}
+	case e.unstored != nil && e.unstored.keep(rec):
 		e.log.Warn("dead letter not stored yet: kept, to be stored when the store answers", "record_id", rec.ID,
 			"edge", rec.Edge(), "error", err.Error())
 	default:

@@ -8,7 +8,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/approval"
 )
 
 // An A2A agent (the official SDK's client) whose message needs approval
@@ -79,5 +79,5 @@ func TestGateA2ATaskFollowsApproval(t *testing.T) {
 	if len(exec.executions()) != 2 {
 		t.Fatal("a denied message reached the summarizer")
 	}
-	_ = proxy.ApprovalPathPrefix
+	_ = approval.PathPrefix
 }

@@ -18,6 +18,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/batonproxy/baton/approval"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/trust"
 )
@@ -102,9 +103,9 @@ func TestGateSignedApprovals(t *testing.T) {
 // Each approval that starts pending is notified once to approvals.notify.
 func TestGateNotifies(t *testing.T) {
 	var mu sync.Mutex
-	var notices []proxy.ApprovalNotice
+	var notices []approval.ApprovalNotice
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var n proxy.ApprovalNotice
+		var n approval.ApprovalNotice
 		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
 			t.Errorf("notice: %v", err)
 		}
@@ -139,7 +140,7 @@ func TestGateNotifies(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // a third notice, if one were sent, would land by now
 	mu.Lock()
-	got := append([]proxy.ApprovalNotice(nil), notices...)
+	got := append([]approval.ApprovalNotice(nil), notices...)
 	mu.Unlock()
 	if len(got) != 2 || got[0].ID != v.ID || got[1].ID != w.ID || got[0].Type != "baton.approval.pending" ||
 		got[0].Edge != "planner→payments" || got[0].Gate != "rule 1" || got[0].Target != "/refunds" {

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonproxy/baton/approval"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 )
 
@@ -142,18 +144,18 @@ func decide(t *testing.T, admin, id, action, token, reason string) (int, map[str
 }
 
 // held reads a 202 answer: the approval view and its Location.
-func held(t *testing.T, resp *http.Response) proxy.ApprovalView {
+func held(t *testing.T, resp *http.Response) approval.ApprovalView {
 	t.Helper()
 	if resp.StatusCode != http.StatusAccepted {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("status %d, want 202 (held); body %s", resp.StatusCode, b)
 	}
-	var v proxy.ApprovalView
+	var v approval.ApprovalView
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		t.Fatal(err)
 	}
 	if v.State != "held" || v.ID == "" || resp.Header.Get("Location") != v.Location ||
-		!strings.HasSuffix(v.Location, proxy.ApprovalPathPrefix+v.ID) {
+		!strings.HasSuffix(v.Location, approval.PathPrefix+v.ID) {
 		t.Fatalf("held answer %+v, Location %q", v, resp.Header.Get("Location"))
 	}
 	return v
@@ -170,7 +172,7 @@ func poll(t *testing.T, location string) (*http.Response, []byte) {
 	return resp, b
 }
 
-func pending(t *testing.T, admin string) proxy.PendingPage {
+func pending(t *testing.T, admin string) approval.PendingPage {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+admin+"/v1/approvals", nil)
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
@@ -179,7 +181,7 @@ func pending(t *testing.T, admin string) proxy.PendingPage {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var p proxy.PendingPage
+	var p approval.PendingPage
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&p) != nil {
 		t.Fatalf("GET /v1/approvals: %d", resp.StatusCode)
 	}
@@ -264,7 +266,7 @@ func TestGateHoldsUntilApproved(t *testing.T) {
 		rec.Approval.By != "alice" || rec.Approval.Reason != "checked the order" || rec.Approval.At == nil {
 		t.Fatalf("record after approval: %+v approval %+v", rec, rec.Approval)
 	}
-	var tv proxy.TraceView
+	var tv records.TraceView
 	if st := adminGetAuth(t, c.planner.AdminAddr(), "/v1/traces/"+rec.TraceID, adminTok, &tv); st != http.StatusOK {
 		t.Fatalf("trace: %d", st)
 	}
@@ -428,7 +430,7 @@ func TestGateSurvivesRestart(t *testing.T) {
 	if st, doc := decide(t, again.AdminAddr(), v.ID, "approve", aliceToken, ""); st != http.StatusOK || doc["status"] != float64(200) {
 		t.Fatalf("approve after restart: %d %v", st, doc)
 	}
-	loc := "http://" + again.EgressAddr() + proxy.ApprovalPathPrefix + v.ID
+	loc := "http://" + again.EgressAddr() + approval.PathPrefix + v.ID
 	if resp, b := poll(t, loc); resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"amount":2500`) {
 		t.Fatalf("poll after restart: %d %s", resp.StatusCode, b)
 	}

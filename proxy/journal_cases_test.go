@@ -20,6 +20,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/state/redistest"
 )
@@ -107,7 +108,7 @@ func (g *journalRig) handle(key string) int {
 func (g *journalRig) receipts(n int) []record.JournalSummary {
 	g.t.Helper()
 	var out []record.JournalSummary
-	waitTrace(g.t, g.b.AdminAddr(), g.trace, func(v proxy.TraceView) bool {
+	waitTrace(g.t, g.b.AdminAddr(), g.trace, func(v records.TraceView) bool {
 		out = out[:0]
 		for _, r := range v.Records {
 			if r.Side == record.Ingress && r.Journal != nil {

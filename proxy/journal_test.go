@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // modelServer streams an OpenAI-shaped chat completion as Server-Sent
@@ -244,7 +245,7 @@ func TestJournalResumedAgentPaysNothingTwice(t *testing.T) {
 			}
 
 			// B's receipts say what the journal did on each run.
-			v := waitTrace(t, aB.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+			v := waitTrace(t, aB.AdminAddr(), traceID, func(v records.TraceView) bool {
 				n := 0
 				for _, r := range v.Records {
 					if r.Side == record.Ingress && r.To == "b" && r.Journal != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // mcpTools is an MCP server whose tools count their runs.
@@ -232,7 +232,7 @@ func TestMCPThroughTwoBatons(t *testing.T) {
 	// a's records name the call; the receipt at tools is in the same trace.
 	call := p.received("tools/call")[0]
 	trace := call.header.Get("Traceparent")[3:35]
-	v := waitTrace(t, p.t.AdminAddr(), trace, func(v proxy.TraceView) bool { return len(v.Records) == 2 })
+	v := waitTrace(t, p.t.AdminAddr(), trace, func(v records.TraceView) bool { return len(v.Records) == 2 })
 	for _, r := range v.Records {
 		if r.Call != "tools/call search_web" {
 			t.Errorf("%s record names %q, want tools/call search_web", r.Side, r.Call)

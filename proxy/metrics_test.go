@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/batonproxy/baton/approval"
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/proxy"
@@ -267,7 +268,7 @@ func metricsScenario(t *testing.T) *scenario {
 	}
 	post("nobody", "", "application/json", `{}`, 403)
 	// A handoff a gate holds, denied by an approver: nothing is sent.
-	var held proxy.ApprovalView
+	var held approval.ApprovalView
 	if err := json.NewDecoder(post("payments", "p1", "application/json", `{"refund":1}`, 202).Body).Decode(&held); err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +506,7 @@ func TestReplaySpanLinksToOriginal(t *testing.T) {
 	if !original.IsValid() {
 		t.Fatal("no egress span for the handoff")
 	}
-	res, err := a.Replay(context.Background(), p.RecordID)
+	res, err := a.DeadLetters.Replay(context.Background(), p.RecordID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,14 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/trust"
 )
 
 // The request path and the capabilities built on it meet here. New builds
@@ -37,6 +39,21 @@ type Parts struct {
 	// Background runs fn beside the listeners once they start, until
 	// Shutdown (at once when they already run).
 	Background func(fn func(ctx context.Context))
+	// Signer is this Baton's identity key (nil: it signs nothing).
+	Signer *trust.Signer
+	// Resend sends rec's checkpoint again on its edge, with its original
+	// idempotency key, trace and hop, through the edge's breaker and tries,
+	// and records the outcome on rec (Server.Resend).
+	Resend func(ctx context.Context, rec *record.Record, first record.State, why string) (*http.Response, func(), error)
+	// BreakerOpen reports whether the breaker of the edge to peer is open.
+	BreakerOpen func(peer string) bool
+	// Egress is the egress chain a handoff of the agent's goes through (for
+	// Baton's own handoffs, such as compensations), once it is built.
+	Egress func() http.Handler
+	// EgressAddr is the egress listener's address, once it listens.
+	EgressAddr func() string
+	// Metrics serves this Baton's metrics (GET /metrics), or is nil.
+	Metrics http.Handler
 }
 
 // Plugins are the capabilities plugged into the request path. A nil field
@@ -47,6 +64,45 @@ type Plugins struct {
 	// before it leaves (binding a session it opened).
 	MCPSessions   middleware.MCPSessions
 	IngressAnswer func(resp *http.Response)
+
+	// Gate is asked, by the edge to a peer, whether to hold a handoff for
+	// a person's decision (package approval). Nil: no edge holds.
+	Gate Gate
+	// Answered sees each answer an edge's handoff got, with its record
+	// before it is written (package compensation keeps the side effects it
+	// reports). It may read the body ahead, leaving it whole.
+	Answered func(rec *record.Record, resp *http.Response)
+	// DeadLetters is told of each dead letter stored and each handoff
+	// delivered (package deadletter resolves dead letters by key).
+	DeadLetters DeadLetters
+	// BreakerClosed is told when the breaker of the edge to peer closes
+	// again (package deadletter's auto replay).
+	BreakerClosed func(peer string)
+
+	// Admin adds the capabilities' routes to the admin listener, beside
+	// /healthz, /readyz and /metrics (sidecar/routes.go lists them).
+	Admin func(r chi.Router)
+	// AgentPaths serve the agent on the egress listener: an origin-form
+	// request whose path starts with a key goes to its handler instead of
+	// the egress chain.
+	AgentPaths map[string]http.Handler
+}
+
+// Gate holds an outbound edge's handoffs for a person's decision. The edge
+// to peer asks Hold before it records and sends a handoff (never a replay):
+// an answer or an error is the handoff's, and nothing is sent; nil and no
+// error send it on. newRecord makes the handoff's record and checkpoint as
+// the edge would.
+type Gate interface {
+	Hold(peer string, req *http.Request, in *middleware.Info, newRecord func() *record.Record) (*http.Response, error)
+}
+
+// DeadLetters is told of the edges' outcomes.
+type DeadLetters interface {
+	// Dead: rec was stored as a dead letter.
+	Dead(rec *record.Record)
+	// Delivered: rec's handoff was answered.
+	Delivered(rec *record.Record)
 }
 
 // plugged returns what Options.Plug makes of parts (nothing plugged when

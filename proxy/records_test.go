@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/state/redistest"
 )
@@ -48,7 +49,7 @@ func TestRecordsAndReceiptsFormOneChain(t *testing.T) {
 		b.IngressAddr()+"}}\n", store)
 	send(t, a.EgressAddr(), "summarizer", "POST", "/work", `{"n":1}`, http.Header{"Traceparent": {tp}})
 
-	v := waitTrace(t, a.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+	v := waitTrace(t, a.AdminAddr(), traceID, func(v records.TraceView) bool {
 		return len(v.Records) == 2 && v.Records[0].State == record.Delivered && v.Records[1].State == record.Delivered
 	})
 	var eg, in record.Record
@@ -77,7 +78,7 @@ func TestRecordsAndReceiptsFormOneChain(t *testing.T) {
 	}
 }
 
-func entries(v proxy.TraceView) [][]byte {
+func entries(v records.TraceView) [][]byte {
 	out := make([][]byte, len(v.Entries))
 	for i, e := range v.Entries {
 		out[i] = []byte(e)
@@ -109,7 +110,7 @@ func TestReplayOfDeliveredWorkIsHarmless(t *testing.T) {
 		// The agent finishes the first request meanwhile; replay until the
 		// window has its answer (409 while it is still in flight).
 		deadline := time.Now().Add(5 * time.Second)
-		var res proxy.ReplayResult
+		var res deadletter.ReplayResult
 		for {
 			if st := adminPost(t, a.AdminAddr(), "/v1/deadletters/"+id+"/replay", &res); st != 200 {
 				t.Fatalf("replay: %d", st)
@@ -140,7 +141,7 @@ func TestReplayOfDeliveredWorkIsHarmless(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		var page proxy.DeadLetterPage
+		var page deadletter.Page
 		adminGet(t, a.AdminAddr(), "/v1/deadletters", &page)
 		if page.Total != 0 {
 			t.Errorf("%d dead letters left after a successful replay", page.Total)
@@ -159,7 +160,7 @@ func TestDeadLetterAPI(t *testing.T) {
 			resp := send(t, p.a.EgressAddr(), host, "POST", "/", "{}", nil)
 			ids[deadLetterID(t, resp)] = host
 		}
-		var page proxy.DeadLetterPage
+		var page deadletter.Page
 		if st := adminGet(t, p.a.AdminAddr(), "/v1/deadletters?edge=analyst→summarizer&limit=1", &page); st != 200 ||
 			page.Total != 2 || len(page.Records) != 1 || page.Records[0].Request != nil {
 			t.Fatalf("page %d %+v", st, page)
@@ -204,7 +205,7 @@ func TestDeadLetterAPI(t *testing.T) {
 		// Replaying a delivered record is refused.
 		peer.down.Store(false)
 		send(t, p.a.EgressAddr(), "summarizer", "POST", "/", "{}", http.Header{"Traceparent": {tp}})
-		v := waitTrace(t, p.a.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+		v := waitTrace(t, p.a.AdminAddr(), traceID, func(v records.TraceView) bool {
 			return len(v.Records) > 0 && v.Records[0].State == record.Delivered
 		})
 		if st := adminPost(t, p.a.AdminAddr(), "/v1/deadletters/"+v.Records[0].ID+"/replay", nil); st != 409 {
@@ -224,7 +225,7 @@ func TestRecordsSurviveRestartWithRedis(t *testing.T) {
 		"store: {redis: {url: " + url + ", prefix: '" + prefix + "'}}\n"
 	first := startBaton(t, cfg, nil)
 	send(t, first.EgressAddr(), "summarizer", "POST", "/", `{"a":1}`, http.Header{"Traceparent": {tp}})
-	waitTrace(t, first.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+	waitTrace(t, first.AdminAddr(), traceID, func(v records.TraceView) bool {
 		return len(v.Records) == 1 && v.Records[0].State == record.Delivered
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -235,7 +236,7 @@ func TestRecordsSurviveRestartWithRedis(t *testing.T) {
 
 	second := startBaton(t, cfg, nil)
 	send(t, second.EgressAddr(), "summarizer", "POST", "/", `{"a":2}`, http.Header{"Traceparent": {tp}})
-	v := waitTrace(t, second.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+	v := waitTrace(t, second.AdminAddr(), traceID, func(v records.TraceView) bool {
 		return len(v.Records) == 2 && v.Records[0].State == record.Delivered && v.Records[1].State == record.Delivered
 	})
 	if err := record.Verify(entries(v), v.Tail); err != nil {
@@ -278,7 +279,7 @@ func TestDeadLetteringWithRedisDownLosesNothing(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var page proxy.DeadLetterPage
+	var page deadletter.Page
 	if adminGet(t, a.AdminAddr(), "/v1/deadletters", &page); page.Total != 1 || page.Records[0].ID != id {
 		t.Fatalf("dead letters listed: %+v", page)
 	}
@@ -327,7 +328,7 @@ func TestChainResumesAtC(t *testing.T) {
 			t.Fatalf("A→B: %d, dead letter %q", resp.StatusCode, dead)
 		}
 		c.down.Store(false) // reviewer recovers
-		var res proxy.ReplayResult
+		var res deadletter.ReplayResult
 		if st := adminPost(t, bB.AdminAddr(), "/v1/deadletters/"+dead+"/replay", &res); st != 200 || res.Status != 200 {
 			t.Fatalf("replay: %d %+v", st, res)
 		}
@@ -337,7 +338,7 @@ func TestChainResumesAtC(t *testing.T) {
 		if c.calls.Load() != 2 {
 			t.Errorf("reviewer got %d calls, want 2 (its failure, final: an agent's own 503 is not retried; the replay)", c.calls.Load())
 		}
-		v := waitTrace(t, bB.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+		v := waitTrace(t, bB.AdminAddr(), traceID, func(v records.TraceView) bool {
 			for _, r := range v.Records {
 				if r.ID == dead && r.State == record.Delivered {
 					return true
@@ -395,7 +396,7 @@ func TestCheckpointWrittenBeforeForwarding(t *testing.T) {
 		send(t, a.EgressAddr(), "summarizer", "POST", "/", `{"in":"flight"}`, http.Header{"Traceparent": {tp}})
 	}()
 	<-arrived
-	var v proxy.TraceView
+	var v records.TraceView
 	if st := adminGet(t, a.AdminAddr(), "/v1/traces/"+traceID, &v); st != 200 || len(v.Records) != 1 || v.Records[0].State != record.Sent {
 		t.Fatalf("while in flight: %d %+v", st, v.Records)
 	}

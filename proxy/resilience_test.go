@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // flaky is a peer's agent that answers 503 while down and 200 after.
@@ -218,7 +219,7 @@ func TestBatonRefusalsAreRetried(t *testing.T) {
 		}
 		srv.Restart(t)
 		eventually(t, "the replay delivers once the store is back", func() bool {
-			var res proxy.ReplayResult
+			var res deadletter.ReplayResult
 			return adminPost(t, a.AdminAddr(), "/v1/deadletters/"+id+"/replay", &res) == 200 && res.Status == 200
 		})
 		if calls.Load() != 1 {
@@ -303,11 +304,11 @@ func adminPost(t *testing.T, admin, path string, v any) int {
 
 // waitTrace polls the trace until it holds n records in the wanted states
 // (records are written off the request path).
-func waitTrace(t *testing.T, admin, traceID string, ok func(proxy.TraceView) bool) proxy.TraceView {
+func waitTrace(t *testing.T, admin, traceID string, ok func(records.TraceView) bool) records.TraceView {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		var v proxy.TraceView
+		var v records.TraceView
 		st := adminGet(t, admin, "/v1/traces/"+traceID, &v)
 		if st == 200 && ok(v) {
 			return v

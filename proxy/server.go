@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -56,32 +57,27 @@ type Options struct {
 // ingress need no routing: every request runs the whole chain (a chi.Chain)
 // and ends at the reverse proxy, whatever its method or path.
 type Server struct {
-	cfg     *config.Config
-	store   state.Store
-	log     *slog.Logger
-	tracer  trace.Tracer
-	prop    propagation.TextMapPropagator
-	book    *record.Book
-	letters *letters         // the agent's dead letters by key (deadletters.go)
-	edges   map[string]*edge // by peer
-	sm      *serverMetrics   // metrics (edge_metrics.go)
-	tp      *transparent     // nil unless intercept.mode is transparent
-	con     *console         // the operator console (console.go)
+	cfg      *config.Config
+	store    state.Store
+	log      *slog.Logger
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	book     *record.Book
+	unstored *unstored        // dead letters the store refused (unstored.go)
+	edges    map[string]*edge // by peer
+	sm       *serverMetrics   // metrics (edge_metrics.go)
+	tp       *transparent     // nil unless intercept.mode is transparent
+	plug     Plugins          // the capabilities plugged in (plugins.go)
 
 	hs   *handlings              // inbound handoffs being handled (handlings.go)
 	refs *middleware.ContextRefs // context by reference (context.go)
 	ctxm *contextMetrics
-	comp *compMetrics
 
-	egressChain http.Handler  // the egress chain, for compensations (compensation.go)
-	abandonKick chan struct{} // wakes the abandon loop (abandon.go)
+	egressChain http.Handler // the egress chain, for Baton's own handoffs (Parts.Egress)
 	taint       *middleware.Taint
 	tlsSrc      *mtls.Source // mutual TLS between Batons (tls.go); nil: none
 	// callerRuns fetch the JWK Sets of callers edges (callers.go).
 	callerRuns []func(context.Context)
-
-	approvals *approvals // held handoffs (approvals.go)
-	approvers *approvers // who may decide them (admin_identity.go)
 
 	egress, ingress, admin *http.Server
 
@@ -91,7 +87,10 @@ type Server struct {
 	stopping  bool
 	errc      chan error
 
-	// bg tracks background work (auto replays), ended by Shutdown.
+	// bg tracks background work (auto replays), ended by Shutdown; what is
+	// asked for before Start waits in deferred until it.
+	started  bool
+	deferred []func(context.Context)
 	bg       sync.WaitGroup
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -146,18 +145,17 @@ func New(o Options) (*Server, error) {
 	hs.warn = &untiedWarner{log: o.Logger}
 	s.hs = hs
 	plug, err := o.plugged(&Parts{Config: c, Store: o.Store, Book: s.book, Log: o.Logger, Meters: o.MeterProvider,
-		Env: env, Handlings: hs, Background: s.background})
+		Env: env, Handlings: hs, Background: s.background, Signer: ts.signer, Resend: s.Resend,
+		BreakerOpen: s.breakerOpen, Egress: func() http.Handler { return s.egressChain }, EgressAddr: s.EgressAddr,
+		Metrics: o.Metrics})
 	if err != nil {
 		return nil, err
 	}
+	s.plug = plug
 	if s.ctxm, err = newContextMetrics(o.MeterProvider); err != nil {
 		return nil, err
 	}
 	s.refs = newContextRefs(c, o.Store, s.ctxm, o, s.onTrace)
-	if s.comp, err = newCompMetrics(o.MeterProvider); err != nil {
-		return nil, err
-	}
-	s.abandonKick = make(chan struct{}, 1)
 	budgets, err := budgetPolicies(c, o.Logger)
 	if err != nil {
 		return nil, err
@@ -172,36 +170,18 @@ func New(o Options) (*Server, error) {
 	if s.tlsSrc, err = newTLS(c, o); err != nil {
 		return nil, err
 	}
-	s.letters = newLetters(s.book, c.Records.Retention.D(), o.Logger, s.background)
+	s.unstored = &unstored{book: s.book, log: o.Logger, stored: plug.DeadLetters}
 	for name := range c.Peers {
 		var onClose func()
-		if e, ok := c.OutEdge(name); ok && e.AutoReplay {
-			onClose = func() { s.background(func(ctx context.Context) { s.replayEdge(ctx, name) }) }
+		if plug.BreakerClosed != nil {
+			onClose = func() { plug.BreakerClosed(name) }
 		}
-		s.edges[name] = newEdge(c, name, s.peerTransportFor(name, peerTransport), s.book, s.letters, o.Logger, onClose)
-		s.edges[name].signer = ts.signer
-		if c.RecordsOn() {
-			s.edges[name].effects = &effects{store: o.Store, ttl: c.Records.Retention.D(), log: o.Logger, cfg: c, reported: s.repend}
-		}
+		e := newEdge(c, name, s.peerTransportFor(name, peerTransport), s.book, o.Logger, onClose)
+		e.signer, e.gate, e.answered, e.letters, e.unstored = ts.signer, plug.Gate, plug.Answered, plug.DeadLetters, s.unstored
+		s.edges[name] = e
 	}
 	if err := s.observeEdges(); err != nil {
 		return nil, err
-	}
-	if s.approvers, err = newApprovers(c, env, ts.signer); err != nil {
-		return nil, err
-	}
-	am, err := newApprovalMetrics(o.MeterProvider)
-	if err == nil {
-		err = am.observePending(o.MeterProvider, c.Agent, func(ctx context.Context) (int64, error) {
-			return s.book.PendingCount(ctx, c.Agent)
-		})
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.approvals = newApprovals(s, am)
-	for name, e := range s.edges {
-		e.gate, e.approvals = newGate(c, name), s.approvals
 	}
 
 	egressProxy := &httputil.ReverseProxy{
@@ -323,7 +303,7 @@ func New(o Options) (*Server, error) {
 	).Handler(ingressProxy)
 
 	s.egressChain = eg
-	s.egress = s.httpServer(agentFacing(eg, s.agentApprovals, s.agentContext), errLog, c.Listen.H2C)
+	s.egress = s.httpServer(agentFacing(eg, plug.AgentPaths, s.agentContext), errLog, c.Listen.H2C)
 	s.ingress = s.httpServer(ig, errLog, c.Listen.H2C)
 	s.admin = s.httpServer(s.adminRouter(), errLog, false)
 	return s, nil
@@ -509,9 +489,10 @@ func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy
 	}
 }
 
-// startBackground starts what runs beside the listeners: learning the
-// agent's dead letters, and the auto replay of the edges that ask for it
-// (every open_for of the peer's breaker). Start calls it holding s.mu.
+// startBackground starts what runs beside the listeners: the TLS files'
+// reload, the callers' key sets, storing the dead letters the store
+// refused, and what the capabilities asked for (Parts.Background). Start
+// calls it holding s.mu.
 func (s *Server) startBackground() {
 	if s.tlsSrc != nil {
 		s.backgroundLocked(s.tlsSrc.Run)
@@ -519,28 +500,26 @@ func (s *Server) startBackground() {
 	for _, run := range s.callerRuns {
 		s.backgroundLocked(run)
 	}
-	if !s.book.Enabled() {
-		return
+	if s.book.Enabled() {
+		s.backgroundLocked(s.unstored.keepStoring)
 	}
-	s.backgroundLocked(func(ctx context.Context) { s.letters.load(ctx, s.cfg.Agent) })
-	s.backgroundLocked(s.letters.keepStoring)
-	s.backgroundLocked(s.abandonLoop)
-	if s.cfg.GatesOn() {
-		s.backgroundLocked(s.approvals.sweep)
+	s.started = true
+	for _, fn := range s.deferred {
+		s.backgroundLocked(fn)
 	}
-	for name := range s.edges {
-		if e, ok := s.cfg.OutEdge(name); ok && e.AutoReplay {
-			every := max(s.cfg.BreakerFor(name).OpenFor.D(), 100*time.Millisecond)
-			s.backgroundLocked(func(ctx context.Context) { s.autoReplay(ctx, name, every) })
-		}
-	}
+	s.deferred = nil
 }
 
-// background runs fn unless the server is stopping; Shutdown cancels its
-// context and waits for it.
+// background runs fn once the listeners start (at once when they run),
+// unless the server is stopping; Shutdown cancels its context and waits for
+// it.
 func (s *Server) background(fn func(ctx context.Context)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.started {
+		s.deferred = append(s.deferred, fn)
+		return
+	}
 	s.backgroundLocked(fn)
 }
 
@@ -556,13 +535,17 @@ func (s *Server) backgroundLocked(fn func(ctx context.Context)) {
 }
 
 // agentFacing serves Baton's own paths for the agent on the egress listener
-// (its approvals: origin-form requests under ApprovalPathPrefix) and passes
-// everything else to the egress chain.
-func agentFacing(egress http.Handler, approvals, refs http.HandlerFunc) http.Handler {
+// (origin-form requests under a path the capabilities serve the agent, such
+// as its approvals) and passes everything else to the egress chain.
+func agentFacing(egress http.Handler, paths map[string]http.Handler, refs http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Host == "" && strings.HasPrefix(r.URL.Path, ApprovalPathPrefix) {
-			approvals(w, r)
-			return
+		if r.URL.Host == "" {
+			for prefix, h := range paths {
+				if strings.HasPrefix(r.URL.Path, prefix) {
+					h.ServeHTTP(w, r)
+					return
+				}
+			}
 		}
 		if r.URL.Host == "" && strings.HasPrefix(r.URL.Path, handoff.ContextPath) && toBaton(r.Host) {
 			refs(w, r)
@@ -585,4 +568,10 @@ func (t *routedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return t.external.RoundTrip(r)
 	}
 	return t.edges[in.To].RoundTrip(r)
+}
+
+// breakerOpen reports whether the breaker of the edge to peer is open.
+func (s *Server) breakerOpen(peer string) bool {
+	e, ok := s.edges[peer]
+	return ok && e.breaker.State() == gobreaker.StateOpen
 }

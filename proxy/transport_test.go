@@ -115,7 +115,7 @@ func TestBufferedBodyLeavesInOneWrite(t *testing.T) {
 		book := record.NewBook(nil, time.Hour, slog.New(slog.DiscardHandler))
 		t.Cleanup(book.Close)
 		wc := newWriteCounter()
-		e := newEdge(c, "b", wc, book, nil, slog.New(slog.DiscardHandler), nil)
+		e := newEdge(c, "b", wc, book, slog.New(slog.DiscardHandler), nil)
 		roundTrip(t, e, outbound(t, srv.URL, body), body)
 		if n := wc.writes.Load(); n != 1 {
 			t.Fatalf("%d writes, want 1", n)

@@ -29,7 +29,7 @@ import (
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
 )
@@ -123,7 +123,7 @@ func wantRefusal(t *testing.T, resp *http.Response, status int, class problem.Cl
 // receipt waits for the ingress record of traceID on admin and returns it.
 func receipt(t *testing.T, admin, traceID string) record.Record {
 	t.Helper()
-	v := waitTrace(t, admin, traceID, func(v proxy.TraceView) bool {
+	v := waitTrace(t, admin, traceID, func(v records.TraceView) bool {
 		return slices.ContainsFunc(v.Records, func(r record.Record) bool { return r.Side == record.Ingress })
 	})
 	i := slices.IndexFunc(v.Records, func(r record.Record) bool { return r.Side == record.Ingress })
@@ -756,7 +756,7 @@ func TestTrustUncorrelated(t *testing.T) {
 			if m == nil {
 				t.Fatal("reviewer's agent got no traceparent")
 			}
-			v := waitTrace(t, summarizer.AdminAddr(), m[1], func(v proxy.TraceView) bool {
+			v := waitTrace(t, summarizer.AdminAddr(), m[1], func(v records.TraceView) bool {
 				return slices.ContainsFunc(v.Records, func(r record.Record) bool {
 					return r.Side == record.Egress && r.State == record.Delivered
 				})
@@ -847,7 +847,7 @@ func TestTrustAdminToken(t *testing.T) {
 				t.Errorf("WWW-Authenticate %q, want a Bearer challenge", resp.Header.Get("WWW-Authenticate"))
 			}
 			if tc.status == 200 && strings.HasPrefix(tc.path, "/v1/traces/") {
-				var v proxy.TraceView
+				var v records.TraceView
 				if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.TraceID != traceID || len(v.Records) == 0 {
 					t.Errorf("trace view %+v (%v)", v, err)
 				}
@@ -1004,7 +1004,7 @@ func TestTrustReplayIsNotRecordedAsDelivered(t *testing.T) {
 		t.Fatalf("the marker: status %d", resp.StatusCode)
 	}
 	receipt(t, b.AdminAddr(), markerID)
-	var v proxy.TraceView
+	var v records.TraceView
 	if st := adminGet(t, b.AdminAddr(), "/v1/traces/"+traceID, &v); st != 200 {
 		t.Fatalf("GET trace: %d", st)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // Agents as they are written forward no trace context: neither traceparent
@@ -59,7 +59,7 @@ func TestChainAgentForwardingNothing(t *testing.T) {
 	// B's calls joined A's trace (the first send's), tied to their handling
 	// by the one in flight; the dead letter is resolved by the re-send.
 	traceID, _, _ := strings.Cut(dl, ".")
-	v := waitTrace(t, aB.AdminAddr(), traceID, func(v proxy.TraceView) bool {
+	v := waitTrace(t, aB.AdminAddr(), traceID, func(v records.TraceView) bool {
 		n := 0
 		for _, r := range v.Records {
 			if r.Side == record.Egress && r.From == "b" && r.State == record.Delivered {
@@ -148,7 +148,7 @@ func TestChainAgentsConcurrentUncorrelated(t *testing.T) {
 		t.Errorf("b's log does not warn of its uncorrelated handoffs:\n%s", l)
 	}
 	for _, trace := range traces {
-		v := waitTrace(t, aB.AdminAddr(), trace, func(v proxy.TraceView) bool {
+		v := waitTrace(t, aB.AdminAddr(), trace, func(v records.TraceView) bool {
 			for _, r := range v.Records {
 				if r.Side == record.Ingress && r.To == "b" && r.State != record.Sent {
 					return true

@@ -138,7 +138,7 @@ func inFlight(resp *http.Response) bool {
 // the dead letter where the chain below the peer stopped: a 5xx, or a 2xx
 // in which the agent failed (agentFailed).
 func stoppedBelow(resp *http.Response, agentFailed bool) bool {
-	return (resp.StatusCode >= 500 || agentFailed) && resp.Header.Get(HeaderDeadLetter) != ""
+	return (resp.StatusCode >= 500 || agentFailed) && resp.Header.Get(middleware.HeaderDeadLetter) != ""
 }
 
 // breakerFailure tells the answers that count against a peer: those of an

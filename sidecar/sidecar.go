@@ -2,16 +2,26 @@
 // proxy: the listeners, destination resolution, an edge's tries and their
 // verdict, the transport, the error mapping) and plugs into it the
 // capabilities built on top of it, each a package of its own. It is the one
-// place where those packages meet: read New top to bottom to see what a
-// Baton is made of, and docs/architecture.md for why.
+// place where those packages meet: read New and plug top to bottom to see
+// what a Baton is made of, routes.go for every admin path and who serves
+// it, and docs/architecture.md for why.
 //
 // It may use every package of Baton; none may use it but the command and
 // the tests that run whole Batons.
 package sidecar
 
 import (
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/batonproxy/baton/approval"
+	"github.com/batonproxy/baton/compensation"
+	"github.com/batonproxy/baton/console"
+	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/mcpsession"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // Baton is one assembled Baton: its request path, with the capabilities
@@ -19,6 +29,17 @@ import (
 // request path's.
 type Baton struct {
 	*proxy.Server
+
+	// Records serves the records of handoffs: traces, one record.
+	Records *records.API
+	// DeadLetters are the agent's failed handoffs, to replay or drop.
+	DeadLetters *deadletter.DeadLetters
+	// Compensator keeps side effects and abandons traces.
+	Compensator *compensation.Compensator
+	// Approvals hold the handoffs confirmation gates match.
+	Approvals *approval.Approvals
+	// Console is the operator console.
+	Console *console.Console
 	// MCPSessions knows who opened each session of the agent's MCP server.
 	MCPSessions *mcpsession.Sessions
 }
@@ -39,11 +60,56 @@ func New(o proxy.Options) (*Baton, error) {
 // says where each plugs in.
 func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 	var pl proxy.Plugins
+	c := p.Config
+
+	// Records: traces and records on the admin API (docs/records.md).
+	b.Records = &records.API{Book: p.Book, Log: p.Log}
+
+	// Dead letters: resolved by key when their handoff is delivered later,
+	// replayed by hand or by auto_replay when a breaker closes
+	// (docs/resume.md).
+	b.DeadLetters = deadletter.New(deadletter.Options{Config: c, Book: p.Book, Log: p.Log,
+		Background: p.Background, Resend: p.Resend, BreakerOpen: p.BreakerOpen})
+	pl.DeadLetters, pl.BreakerClosed = b.DeadLetters, b.DeadLetters.BreakerClosed
+
+	// Compensation: the side effects each answer reports, and abandoning
+	// a trace, which undoes them through the egress chain
+	// (docs/compensation.md). An abandoned trace's dead letters are not
+	// replayed; a dropped one may abandon its trace.
+	var err error
+	b.Compensator, err = compensation.New(compensation.Options{Config: c, Store: p.Store, Book: p.Book, Log: p.Log,
+		Meters: p.Meters, Background: p.Background, Egress: p.Egress})
+	if err != nil {
+		return pl, err
+	}
+	pl.Answered = b.Compensator.Answered
+	b.DeadLetters.Abandoned, b.DeadLetters.Dropped = b.Compensator.Abandoned, b.Compensator.Dropped
+
+	// Confirmation gates: an edge's handoffs held for a person's decision,
+	// polled by the agent on the egress listener (docs/gates.md). The
+	// replay of an approved handoff keeps its answer for that poll.
+	b.Approvals, err = approval.New(approval.Options{Config: c, Store: p.Store, Book: p.Book, Log: p.Log,
+		Meters: p.Meters, Env: p.Env, Signer: p.Signer, Background: p.Background, Resend: p.Resend,
+		EgressAddr: p.EgressAddr})
+	if err != nil {
+		return pl, err
+	}
+	if b.Approvals.Gated() {
+		pl.Gate = b.Approvals
+	}
+	pl.AgentPaths = map[string]http.Handler{approval.PathPrefix: http.HandlerFunc(b.Approvals.Poll)}
+	b.DeadLetters.Answered, b.DeadLetters.AnswerBytes = b.Approvals.KeepAnswer, approval.MaxAnswerBytes
+
+	// The console: pages over all of the above (docs/console.md).
+	b.Console = console.New(console.Options{Config: c, Book: p.Book, Log: p.Log, Metrics: p.Metrics,
+		Peers: slices.Collect(maps.Keys(c.Peers)), Identity: b.Approvals.Identity,
+		DeadLetters: b.DeadLetters, Approvals: b.Approvals, Compensator: b.Compensator})
 
 	// MCP sessions: at ingress, who opened each session of the agent's
 	// MCP server (docs/mcp.md).
-	b.MCPSessions = mcpsession.New(p.Config.Agent, p.Store, p.Log)
+	b.MCPSessions = mcpsession.New(c.Agent, p.Store, p.Log)
 	pl.MCPSessions, pl.IngressAnswer = b.MCPSessions, b.MCPSessions.Bind
 
+	pl.Admin = b.adminRoutes(c.AdminToken)
 	return pl, nil
 }

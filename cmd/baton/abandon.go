@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/compensation"
 )
 
 const abandonUsage = `  baton abandon TRACE_ID [--reason TEXT] [--wait 60s] [--admin HOST:PORT]
@@ -43,7 +43,7 @@ func abandonCmd(args []string, stdout io.Writer, env func(string) string) error 
 	c := newAdminClient(*admin, env)
 	c.http.Timeout = *wait + 30*time.Second
 	path := "/v1/traces/" + pathEscape(id) + "/abandon?" + url.Values{"wait": {wait.String()}}.Encode()
-	var a proxy.Abandonment
+	var a compensation.Abandonment
 	err := c.doWith(http.MethodPost, path, func() (*http.Request, error) {
 		req, err := http.NewRequest(http.MethodPost, c.url(path), bytes.NewReader(body))
 		if err == nil {

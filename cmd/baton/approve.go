@@ -15,8 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/batonproxy/baton/approval"
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/trust"
 )
 
@@ -66,7 +66,7 @@ func approvalsCmd(args []string, stdout io.Writer, env func(string) string) erro
 		return usageError{msg: fmt.Sprintf("approvals: unexpected argument %q", id)}
 	}
 	q := url.Values{"offset": {strconv.Itoa(*offset)}, "limit": {strconv.Itoa(*limit)}}
-	var page proxy.PendingPage
+	var page approval.PendingPage
 	if err := c.do("GET", "/v1/approvals?"+q.Encode(), &page); err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func decideCmd(approve bool, args []string, stdout io.Writer, env func(string) s
 	case (*keyFile == "") != (*as == ""):
 		return usageError{msg: name + ": --key and --as go together"}
 	}
-	body, _ := json.Marshal(proxy.DecisionRequest{Reason: *reason})
+	body, _ := json.Marshal(approval.DecisionRequest{Reason: *reason})
 	c := approverClient(*admin, env)
 	var sign func(*http.Request) error
 	if *keyFile != "" {
@@ -149,7 +149,7 @@ func decideCmd(approve bool, args []string, stdout io.Writer, env func(string) s
 			return trust.NewSigner(k).Sign(trust.RequestMessage(req, body), time.Now())
 		}
 	}
-	var res proxy.DecisionResult
+	var res approval.DecisionResult
 	if err := c.send("POST", "/v1/approvals/"+pathEscape(id)+"/"+name, body, sign, &res); err != nil {
 		return err
 	}

@@ -18,9 +18,11 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/sidecar"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/trust"
@@ -252,7 +254,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ag.writerDown.Store(false)
 	p("2. writer is back; the operator replays the dead letter at flagger's Baton (baton dlq replay ID):\n")
 	admin := newAdminClient(fB.AdminAddr(), func(string) string { return "" })
-	var res proxy.ReplayResult
+	var res deadletter.ReplayResult
 	if err := admin.do("POST", "/v1/deadletters/"+dead+"/replay", &res); err != nil {
 		return fmt.Errorf("demo: replay: %w", err)
 	}
@@ -291,10 +293,10 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// 4. The trace.
 	p("4. the trace, as the Batons recorded it (baton trace %s --verify):\n", demoTrace)
-	var view proxy.TraceView
+	var view records.TraceView
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		view = proxy.TraceView{} // decoding into the last one would keep its records' fields
+		view = records.TraceView{} // decoding into the last one would keep its records' fields
 		if err := admin.do("GET", "/v1/traces/"+demoTrace, &view); err != nil {
 			return err
 		}
@@ -394,7 +396,7 @@ func (d *demoIDs) yaml(agent string) string {
 // written off the request path): the resumed run's calls answered from
 // ledger's and writer's windows, its model call from flagger's journal,
 // analyst's retry from flagger's window, and every record's parent.
-func demoTraceSettled(v proxy.TraceView) bool {
+func demoTraceSettled(v records.TraceView) bool {
 	var ledger, writer, flagger, journal bool
 	ids := map[string]bool{}
 	for _, r := range v.Records {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/sidecar"
 )
 
@@ -104,7 +104,7 @@ func demoAbandon(ctx context.Context, p func(string, ...any), start func(string)
 		return err
 	}
 	resp.Body.Close()
-	dl := resp.Header.Get(proxy.HeaderDeadLetter)
+	dl := resp.Header.Get(middleware.HeaderDeadLetter)
 	p("   concierge → hotel books a room → billing charges the card → airline is down: %d, dead letter %s\n", resp.StatusCode, dl)
 	if resp.StatusCode != http.StatusBadGateway || dl == "" {
 		return fmt.Errorf("demo: the trip answered %d without a dead letter", resp.StatusCode)

@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonproxy/baton/approval"
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/sidecar"
 )
 
@@ -69,7 +70,7 @@ func demoGate(ctx context.Context, p func(string, ...any), start func(string) (*
 	if err != nil {
 		return err
 	}
-	var view proxy.ApprovalView
+	var view approval.ApprovalView
 	if resp.StatusCode != http.StatusAccepted || json.Unmarshal(body, &view) != nil {
 		return fmt.Errorf("demo: the large refund answered %d: %s", resp.StatusCode, body)
 	}
@@ -116,9 +117,9 @@ func demoGate(ctx context.Context, p func(string, ...any), start func(string) (*
 	p("   payments refunded %d times in all: once for each refund, the large one after approval\n", refunds.Load())
 	p("   the refunds' trace (baton trace %s):\n", demoGateTrace)
 	admin := newAdminClient(tB.AdminAddr(), env)
-	var tv proxy.TraceView
+	var tv records.TraceView
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		tv = proxy.TraceView{} // decoding into the last one would keep its records' fields
+		tv = records.TraceView{} // decoding into the last one would keep its records' fields
 		if err := admin.do("GET", "/v1/traces/"+demoGateTrace, &tv); err != nil {
 			return err
 		}
@@ -136,7 +137,7 @@ func demoGate(ctx context.Context, p func(string, ...any), start func(string) (*
 
 // demoGateSettled reports that the approved refund's record is written
 // delivered (its last write goes off the request path).
-func demoGateSettled(tv proxy.TraceView, id string) bool {
+func demoGateSettled(tv records.TraceView, id string) bool {
 	for _, r := range tv.Records {
 		if r.ID == id && r.State == record.Delivered {
 			return true

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
 )
 
 // dlqCmd lists, shows, replays and drops the dead letters of a Baton's
@@ -41,7 +41,7 @@ func dlqCmd(args []string, stdout io.Writer, env func(string) string) error {
 		if *edge != "" {
 			q.Set("edge", *edge)
 		}
-		var page proxy.DeadLetterPage
+		var page deadletter.Page
 		if err := c.do("GET", "/v1/deadletters?"+q.Encode(), &page); err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func dlqCmd(args []string, stdout io.Writer, env func(string) string) error {
 		}
 		return enc.Encode(r)
 	case "replay":
-		var res proxy.ReplayResult
+		var res deadletter.ReplayResult
 		if err := c.do("POST", "/v1/deadletters/"+pathEscape(id)+"/replay", &res); err != nil {
 			return err
 		}

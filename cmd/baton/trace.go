@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // traceCmd prints a trace's handoff records as a tree, from one or more
@@ -38,7 +38,7 @@ func traceCmd(args []string, stdout io.Writer, env func(string) string) error {
 	broken := 0
 	found := 0
 	for _, a := range admins {
-		var v proxy.TraceView
+		var v records.TraceView
 		err := newAdminClient(a, env).do("GET", "/v1/traces/"+pathEscape(id), &v)
 		if isNotFound(err) {
 			continue
@@ -103,11 +103,11 @@ func splitFirstArg(args []string) (string, []string) {
 	return "", args
 }
 
-// printTree renders records as a tree by parent record (proxy.TraceTree).
+// printTree renders records as a tree by parent record (records.TraceTree).
 func printTree(w io.Writer, traceID string, recs []record.Record) {
 	fmt.Fprintf(w, "trace %s\n", traceID)
-	var walk func(n *proxy.TraceNode, prefix string, last bool)
-	walk = func(n *proxy.TraceNode, prefix string, last bool) {
+	var walk func(n *records.TraceNode, prefix string, last bool)
+	walk = func(n *records.TraceNode, prefix string, last bool) {
 		branch, next := "├─ ", "│  "
 		if last {
 			branch, next = "└─ ", "   "
@@ -117,7 +117,7 @@ func printTree(w io.Writer, traceID string, recs []record.Record) {
 			walk(k, prefix+next, i == len(n.Children)-1)
 		}
 	}
-	roots := proxy.TraceTree(recs)
+	roots := records.TraceTree(recs)
 	for i, r := range roots {
 		walk(r, "", i == len(roots)-1)
 	}

@@ -39,8 +39,12 @@ type InProcess interface {
 	Extend(log string, ttl time.Duration, build func(tail string) (entry []byte, attach []state.KV)) error
 }
 
-// ErrNotFound reports an unknown (or expired) record.
-var ErrNotFound = errors.New("record: not found")
+// ErrNotFound reports an unknown (or expired) record, and ErrUnknownPeer a
+// record whose peer is no longer configured: its checkpoint cannot be sent.
+var (
+	ErrNotFound    = errors.New("record: not found")
+	ErrUnknownPeer = errors.New("the record's peer is no longer configured")
+)
 
 // Book writes and reads records. Synchronous writes (Write) cost one
 // pipelined round trip for any number of records; WriteLater queues a write

@@ -1,4 +1,4 @@
-package proxy
+package compensation
 
 import (
 	"context"
@@ -28,8 +28,6 @@ import (
 // completed, or was resumed, and is never compensated.
 var ErrNotAbandonable = errors.New("the trace has no dead letter standing: it completed or was resumed, and is not compensated")
 
-// ErrAbandoned reports a replay in an abandoned trace.
-var ErrAbandoned = errors.New("the trace was abandoned: its side effects are being undone, and its dead letters are not replayed")
 
 const (
 	abandonPending = "abandon:pending"
@@ -87,8 +85,8 @@ type abandonMark struct {
 // Abandon abandons a trace: its completed steps' side effects are undone,
 // in reverse order, by the Batons that sent them. A trace abandoned before
 // is answered as it stands.
-func (s *Server) Abandon(ctx context.Context, traceID, reason, by string) (*Abandonment, error) {
-	tr, err := s.book.Trace(ctx, traceID)
+func (cr *Compensator) Abandon(ctx context.Context, traceID, reason, by string) (*Abandonment, error) {
+	tr, err := cr.o.Book.Trace(ctx, traceID)
 	if err != nil {
 		return nil, err
 	}
@@ -96,41 +94,41 @@ func (s *Server) Abandon(ctx context.Context, traceID, reason, by string) (*Aban
 		return nil, record.ErrNotFound
 	}
 	mark, _ := json.Marshal(abandonMark{Reason: reason, By: by, At: time.Now().UTC()})
-	ttl := s.cfg.Records.Retention.D()
-	if _, err := s.store.Get(ctx, abandonKey(traceID)); errors.Is(err, state.ErrNotFound) {
-		if !deadLetterStanding(tr.Records) {
+	ttl := cr.o.Config.Records.Retention.D()
+	if _, err := cr.o.Store.Get(ctx, abandonKey(traceID)); errors.Is(err, state.ErrNotFound) {
+		if !DeadLetterStanding(tr.Records) {
 			return nil, ErrNotAbandonable
 		}
-		ok, _, err := s.store.Claim(ctx, abandonKey(traceID), mark, ttl)
+		ok, _, err := cr.o.Store.Claim(ctx, abandonKey(traceID), mark, ttl)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			s.unlistDeadLetters(ctx, tr.Records)
+			cr.unlistDeadLetters(ctx, tr.Records)
 		}
 	} else if err != nil {
 		return nil, err
 	}
-	if err := s.store.IndexAdd(ctx, abandonPending, traceID, float64(time.Now().UnixMilli()), ttl); err != nil {
+	if err := cr.o.Store.IndexAdd(ctx, abandonPending, traceID, float64(time.Now().UnixMilli()), ttl); err != nil {
 		return nil, err
 	}
 	select {
-	case s.abandonKick <- struct{}{}:
+	case cr.kick <- struct{}{}:
 	default:
 	}
-	return s.Abandonment(ctx, traceID)
+	return cr.Abandonment(ctx, traceID)
 }
 
 // unlistDeadLetters takes the abandoned trace's dead letters off the lists:
 // they are not to be replayed, and must not hold the places of others in
 // the paged loops that read the lists (auto replay, automatic abandon).
 // Their records stay in the trace.
-func (s *Server) unlistDeadLetters(ctx context.Context, recs []record.Record) {
+func (cr *Compensator) unlistDeadLetters(ctx context.Context, recs []record.Record) {
 	for i := range recs {
 		r := &recs[i]
 		if r.Side == record.Egress && r.State == record.Dead && r.ResolvedBy == "" && r.Compensates == "" {
-			if err := s.book.Undead(ctx, r); err != nil {
-				s.log.Warn("abandon: a dead letter stays listed", "record_id", r.ID, "error", err.Error())
+			if err := cr.o.Book.Undead(ctx, r); err != nil {
+				cr.o.Log.Warn("abandon: a dead letter stays listed", "record_id", r.ID, "error", err.Error())
 			}
 		}
 	}
@@ -138,17 +136,17 @@ func (s *Server) unlistDeadLetters(ctx context.Context, recs []record.Record) {
 
 // repend lists an abandoned trace as pending again when a handoff of it
 // reports side effects after it was abandoned (a branch still in flight).
-func (s *Server) repend(traceID string) {
+func (cr *Compensator) repend(traceID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if gone, err := s.abandoned(ctx, traceID); err == nil && gone {
-		_ = s.store.IndexAdd(ctx, abandonPending, traceID, float64(time.Now().UnixMilli()), s.cfg.Records.Retention.D())
+	if gone, err := cr.Abandoned(ctx, traceID); err == nil && gone {
+		_ = cr.o.Store.IndexAdd(ctx, abandonPending, traceID, float64(time.Now().UnixMilli()), cr.o.Config.Records.Retention.D())
 	}
 }
 
-// deadLetterStanding reports a dead letter of the trace not resolved by a
+// DeadLetterStanding reports a dead letter of the trace not resolved by a
 // resumed chain.
-func deadLetterStanding(recs []record.Record) bool {
+func DeadLetterStanding(recs []record.Record) bool {
 	for _, r := range recs {
 		if r.Side == record.Egress && r.State == record.Dead && r.ResolvedBy == "" {
 			return true
@@ -157,9 +155,9 @@ func deadLetterStanding(recs []record.Record) bool {
 	return false
 }
 
-// abandoned reports whether the trace was abandoned.
-func (s *Server) abandoned(ctx context.Context, traceID string) (bool, error) {
-	_, err := s.store.Get(ctx, abandonKey(traceID))
+// Abandoned reports whether the trace was abandoned.
+func (cr *Compensator) Abandoned(ctx context.Context, traceID string) (bool, error) {
+	_, err := cr.o.Store.Get(ctx, abandonKey(traceID))
 	if errors.Is(err, state.ErrNotFound) {
 		return false, nil
 	}
@@ -167,8 +165,8 @@ func (s *Server) abandoned(ctx context.Context, traceID string) (bool, error) {
 }
 
 // Abandonment reads where an abandoned trace stands, or record.ErrNotFound.
-func (s *Server) Abandonment(ctx context.Context, traceID string) (*Abandonment, error) {
-	v, err := s.store.Get(ctx, abandonKey(traceID))
+func (cr *Compensator) Abandonment(ctx context.Context, traceID string) (*Abandonment, error) {
+	v, err := cr.o.Store.Get(ctx, abandonKey(traceID))
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, record.ErrNotFound
 	}
@@ -180,12 +178,12 @@ func (s *Server) Abandonment(ctx context.Context, traceID string) (*Abandonment,
 	// Until the trace's last records are surely written, more steps may
 	// appear: it is not settled before then.
 	a := &Abandonment{TraceID: traceID, Reason: m.Reason, By: m.By, At: m.At, Settled: time.Since(m.At) >= recordsSettle}
-	tr, err := s.book.Trace(ctx, traceID)
+	tr, err := cr.o.Book.Trace(ctx, traceID)
 	if err != nil {
 		return nil, err
 	}
 	for _, st := range steps(tr.Records) {
-		if st.stepOutcome, err = s.stepState(ctx, traceID, st.Record+"/"+st.Effect); err != nil {
+		if st.stepOutcome, err = cr.stepState(ctx, traceID, st.Record+"/"+st.Effect); err != nil {
 			return nil, err
 		}
 		a.Settled = a.Settled && settled(st.State)
@@ -224,8 +222,8 @@ func settled(state string) bool {
 
 // stepState reads a step's state; a failed step whose dead letter was
 // replayed since and delivered is undone.
-func (s *Server) stepState(ctx context.Context, traceID, of string) (stepOutcome, error) {
-	v, err := s.store.Get(ctx, stepKey(traceID, of))
+func (cr *Compensator) stepState(ctx context.Context, traceID, of string) (stepOutcome, error) {
+	v, err := cr.o.Store.Get(ctx, stepKey(traceID, of))
 	if errors.Is(err, state.ErrNotFound) {
 		return stepOutcome{State: stepPending}, nil
 	}
@@ -238,11 +236,11 @@ func (s *Server) stepState(ctx context.Context, traceID, of string) (stepOutcome
 	}
 	switch {
 	case o.State == stepFailed && o.DeadLetter != "":
-		if dl, err := s.book.Get(ctx, o.DeadLetter); err == nil && dl.State == record.Delivered {
+		if dl, err := cr.o.Book.Get(ctx, o.DeadLetter); err == nil && dl.State == record.Delivered {
 			o.State, o.Why = stepUndone, "its dead letter was replayed and delivered"
 		}
 	case o.State == stepHeld:
-		held, err := s.book.Get(ctx, o.Compensation)
+		held, err := cr.o.Book.Get(ctx, o.Compensation)
 		switch {
 		case err != nil:
 		case held.State == record.Delivered && held.Status < 300:
@@ -257,8 +255,8 @@ func (s *Server) stepState(ctx context.Context, traceID, of string) (stepOutcome
 }
 
 // advanceAbandoned advances every pending abandoned trace.
-func (s *Server) advanceAbandoned(ctx context.Context) {
-	pending, err := s.store.IndexRange(ctx, abandonPending, math.Inf(-1), math.Inf(1), 0, 100)
+func (cr *Compensator) advanceAbandoned(ctx context.Context) {
+	pending, err := cr.o.Store.IndexRange(ctx, abandonPending, math.Inf(-1), math.Inf(1), 0, 100)
 	if err != nil {
 		return
 	}
@@ -266,42 +264,42 @@ func (s *Server) advanceAbandoned(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.advance(ctx, p.Member)
+		cr.advance(ctx, p.Member)
 	}
 }
 
 // advance runs the trace's next steps this Baton owns, in order, and
 // takes the trace off the pending list once all are settled.
-func (s *Server) advance(ctx context.Context, traceID string) {
-	tr, err := s.book.Trace(ctx, traceID)
+func (cr *Compensator) advance(ctx context.Context, traceID string) {
+	tr, err := cr.o.Book.Trace(ctx, traceID)
 	if err != nil {
 		return
 	}
 	for _, st := range steps(tr.Records) {
 		of := st.Record + "/" + st.Effect
-		o, err := s.stepState(ctx, traceID, of)
+		o, err := cr.stepState(ctx, traceID, of)
 		if err != nil {
 			return
 		}
 		if settled(o.State) {
 			continue
 		}
-		if st.From != s.cfg.Agent || o.State == stepRunning || o.State == stepHeld {
+		if st.From != cr.o.Config.Agent || o.State == stepRunning || o.State == stepHeld {
 			return // its Baton has not settled it yet, or a person has not decided
 		}
-		if !s.runStep(ctx, st, of) {
+		if !cr.runStep(ctx, st, of) {
 			return
 		}
 	}
 	// Records are written off the request path: a trace abandoned at once
 	// after it failed stays pending a moment, for the last of them.
-	if v, err := s.store.Get(ctx, abandonKey(traceID)); err == nil {
+	if v, err := cr.o.Store.Get(ctx, abandonKey(traceID)); err == nil {
 		var m abandonMark
 		if json.Unmarshal(v, &m) == nil && time.Since(m.At) < recordsSettle {
 			return
 		}
 	}
-	_ = s.store.IndexRemove(ctx, abandonPending, traceID)
+	_ = cr.o.Store.IndexRemove(ctx, abandonPending, traceID)
 }
 
 // recordsSettle is how long after an abandon its trace's records are read
@@ -310,39 +308,39 @@ const recordsSettle = time.Second
 
 // runStep claims a step and sends its compensation; false when the step is
 // not settled (another replica holds it, or the store failed).
-func (s *Server) runStep(ctx context.Context, st Step, of string) bool {
+func (cr *Compensator) runStep(ctx context.Context, st Step, of string) bool {
 	traceID := record.TraceOf(st.Record)
 	// The lease names its holder: a replica that took it over after it
 	// lapsed writes the outcome, not this one.
-	running, _ := json.Marshal(stepOutcome{State: stepRunning, By: s.cfg.Agent, Why: "lease " + newSpanID()})
-	ok, _, err := s.store.Claim(ctx, stepKey(traceID, of), running, stepLease)
+	running, _ := json.Marshal(stepOutcome{State: stepRunning, By: cr.o.Config.Agent, Why: "lease " + newSpanID()})
+	ok, _, err := cr.o.Store.Claim(ctx, stepKey(traceID, of), running, stepLease)
 	if err != nil || !ok {
 		return false
 	}
-	rec, err := s.book.Get(ctx, st.Record) // with its checkpoint
+	rec, err := cr.o.Book.Get(ctx, st.Record) // with its checkpoint
 	if err != nil {
-		_ = s.store.Delete(ctx, stepKey(traceID, of))
+		_ = cr.o.Store.Delete(ctx, stepKey(traceID, of))
 		return false
 	}
-	o := s.compensate(ctx, rec, st.Effect)
-	o.By = s.cfg.Agent
+	o := cr.compensate(ctx, rec, st.Effect)
+	o.By = cr.o.Config.Agent
 	if o.State == stepPending {
 		// The receiver is still running it (409 in flight): the lease is
 		// given back, and a later round sends it again with its key.
-		_, _ = s.store.Release(ctx, stepKey(traceID, of), running)
+		_, _ = cr.o.Store.Release(ctx, stepKey(traceID, of), running)
 		return false
 	}
-	s.log.Info("side effect compensated", "trace_id", traceID, "record_id", st.Record, "effect", st.Effect,
+	cr.o.Log.Info("side effect compensated", "trace_id", traceID, "record_id", st.Record, "effect", st.Effect,
 		"state", o.State, "compensation", o.Compensation, "why", o.Why)
 	done, _ := json.Marshal(o)
-	ok, err = s.store.Swap(ctx, stepKey(traceID, of), running, done, s.cfg.Records.Retention.D())
+	ok, err = cr.o.Store.Swap(ctx, stepKey(traceID, of), running, done, cr.o.Config.Records.Retention.D())
 	return err == nil && ok
 }
 
 // abandonLoop advances the abandoned traces on this store, at once when
 // this Baton abandons one and every interval otherwise, and abandons the
 // traces of dead letters left unreplayed past compensation.abandon_after.
-func (s *Server) abandonLoop(ctx context.Context) {
+func (cr *Compensator) abandonLoop(ctx context.Context) {
 	const every = 500 * time.Millisecond
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -352,20 +350,20 @@ func (s *Server) abandonLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-s.abandonKick:
+		case <-cr.kick:
 		}
-		s.advanceAbandoned(ctx)
-		if after := s.cfg.Compensation.AbandonAfter.D(); after > 0 && time.Since(lastSweep) >= min(after/4, 10*time.Second) {
+		cr.advanceAbandoned(ctx)
+		if after := cr.o.Config.Compensation.AbandonAfter.D(); after > 0 && time.Since(lastSweep) >= min(after/4, 10*time.Second) {
 			lastSweep = time.Now()
-			s.abandonStale(ctx, after)
+			cr.abandonStale(ctx, after)
 		}
 	}
 }
 
 // abandonStale abandons the trace of each of this agent's dead letters
 // older than after.
-func (s *Server) abandonStale(ctx context.Context, after time.Duration) {
-	recs, _, err := s.book.DeadLetters(ctx, record.AgentDeadLetters(s.cfg.Agent), 0, 100)
+func (cr *Compensator) abandonStale(ctx context.Context, after time.Duration) {
+	recs, _, err := cr.o.Book.DeadLetters(ctx, record.AgentDeadLetters(cr.o.Config.Agent), 0, 100)
 	if err != nil {
 		return
 	}
@@ -373,23 +371,23 @@ func (s *Server) abandonStale(ctx context.Context, after time.Duration) {
 		if time.Since(r.Updated) < after {
 			continue
 		}
-		if done, err := s.abandoned(ctx, r.TraceID); err != nil || done {
+		if done, err := cr.Abandoned(ctx, r.TraceID); err != nil || done {
 			continue
 		}
-		_, err := s.Abandon(ctx, r.TraceID, "dead letter "+r.ID+" left unreplayed for "+after.String(), "compensation.abandon_after")
+		_, err := cr.Abandon(ctx, r.TraceID, "dead letter "+r.ID+" left unreplayed for "+after.String(), "compensation.abandon_after")
 		if err != nil && !errors.Is(err, ErrNotAbandonable) {
-			s.log.Warn("auto abandon failed", "trace_id", r.TraceID, "error", err.Error())
+			cr.o.Log.Warn("auto abandon failed", "trace_id", r.TraceID, "error", err.Error())
 		}
 	}
 }
 
-// dropped abandons the trace of a dead letter dropped by, when
+// Dropped abandons the trace of a dead letter dropped by, when
 // compensation.abandon_dropped says so.
-func (s *Server) dropped(ctx context.Context, rec *record.Record, by string) {
-	if !s.cfg.Compensation.AbandonDropped || rec.Compensates != "" {
+func (cr *Compensator) Dropped(ctx context.Context, rec *record.Record, by string) {
+	if !cr.o.Config.Compensation.AbandonDropped || rec.Compensates != "" {
 		return
 	}
-	if _, err := s.Abandon(ctx, rec.TraceID, "dead letter "+rec.ID+" dropped", by); err != nil && !errors.Is(err, ErrNotAbandonable) {
-		s.log.Warn("abandoning the dropped dead letter's trace failed", "record_id", rec.ID, "error", err.Error())
+	if _, err := cr.Abandon(ctx, rec.TraceID, "dead letter "+rec.ID+" dropped", by); err != nil && !errors.Is(err, ErrNotAbandonable) {
+		cr.o.Log.Warn("abandoning the dropped dead letter's trace failed", "record_id", rec.ID, "error", err.Error())
 	}
 }

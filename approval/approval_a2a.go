@@ -1,4 +1,4 @@
-package proxy
+package approval
 
 import (
 	"encoding/json"

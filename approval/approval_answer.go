@@ -1,4 +1,4 @@
-package proxy
+package approval
 
 import (
 	"bytes"
@@ -16,13 +16,9 @@ import (
 	"github.com/batonproxy/baton/problem"
 )
 
-// ApprovalPathPrefix is where, on the egress listener, the agent polls its
+// PathPrefix is where, on the egress listener, the agent polls its
 // held handoffs: the Location of a 202 answer.
-const ApprovalPathPrefix = "/.well-known/baton/approvals/"
-
-// HeaderApproval names, on an answer to the agent, the approval its
-// handoff is held under: "<id>; state=held".
-const HeaderApproval = "Baton-Approval"
+const PathPrefix = "/.well-known/baton/approvals/"
 
 // ApprovalView is the JSON the agent gets for a handoff that is held or
 // being sent after approval (202), and the admin API for any approval.
@@ -49,7 +45,7 @@ func approvalView(rec *record.Record, location string) ApprovalView {
 
 // answer tells the agent where the approval rec stands, as the answer to
 // its handoff (req) or to its poll of the approval's Location.
-func (a *approvals) answer(req *http.Request, in *middleware.Info, rec *record.Record) *http.Response {
+func (a *Approvals) answer(req *http.Request, in *middleware.Info, rec *record.Record) *http.Response {
 	ctx := req.Context()
 	if isA2AGet(in) {
 		if resp := a.storedAnswer(ctx, req, in, rec); resp != nil {
@@ -77,7 +73,7 @@ func (a *approvals) answer(req *http.Request, in *middleware.Info, rec *record.R
 			d := newProblem(req, problem.UpstreamUnavailable, "approved, then dead-lettered: "+rec.Error).
 				With("record_id", rec.ID)
 			resp := a.problem(req, in, d)
-			resp.Header.Set(HeaderDeadLetter, rec.ID)
+			resp.Header.Set(middleware.HeaderDeadLetter, rec.ID)
 			return resp
 		}
 	}
@@ -97,23 +93,23 @@ func (a *approvals) answer(req *http.Request, in *middleware.Info, rec *record.R
 	resp := synthesized(req, http.StatusAccepted, "application/json", body)
 	resp.Header.Set("Location", loc)
 	resp.Header.Set("Retry-After", "5")
-	resp.Header.Set(HeaderApproval, rec.ID+"; state="+string(rec.State))
+	resp.Header.Set(middleware.HeaderApproval, rec.ID+"; state="+string(rec.State))
 	return resp
 }
 
 // location is the URL the agent polls an approval at: on the listener its
 // request came in on.
-func (a *approvals) location(req *http.Request, id string) string {
-	host := a.s.EgressAddr()
+func (a *Approvals) location(req *http.Request, id string) string {
+	host := a.o.EgressAddr()
 	if addr, ok := req.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 		host = addr.String()
 	}
-	return "http://" + host + ApprovalPathPrefix + id
+	return "http://" + host + PathPrefix + id
 }
 
 // problem answers the agent with a problem: a JSON-RPC error on A2A and MCP
 // requests.
-func (a *approvals) problem(req *http.Request, in *middleware.Info, d *problem.Details) *http.Response {
+func (a *Approvals) problem(req *http.Request, in *middleware.Info, d *problem.Details) *http.Response {
 	w := newResponseBuffer()
 	if in != nil && in.RPC != nil {
 		d.WriteRPC(w, in.RPC.ID)
@@ -125,8 +121,8 @@ func (a *approvals) problem(req *http.Request, in *middleware.Info, d *problem.D
 
 // storeDown answers a handoff a gate matched while the store cannot hold
 // it: nothing is sent without approval.
-func (a *approvals) storeDown(req *http.Request, in *middleware.Info, err error) *http.Response {
-	a.log.Warn("approvals: store error: the gated handoff was not sent", "edge", in.Edge(), "error", err.Error())
+func (a *Approvals) storeDown(req *http.Request, in *middleware.Info, err error) *http.Response {
+	a.o.Log.Warn("approvals: store error: the gated handoff was not sent", "edge", in.Edge(), "error", err.Error())
 	resp := a.problem(req, in, newProblem(req, problem.StoreUnavailable,
 		"the handoff needs approval, and the state store that holds it does not answer; nothing was sent"))
 	resp.Header.Set("Retry-After", "1")
@@ -143,8 +139,8 @@ func notHoldable(req *http.Request, edge string, limit int64) *problem.Details {
 }
 
 // storedAnswer is the peer's answer to the approved handoff, when kept.
-func (a *approvals) storedAnswer(ctx context.Context, req *http.Request, in *middleware.Info, rec *record.Record) *http.Response {
-	b, err := a.store.Get(ctx, answerKey(rec.ID))
+func (a *Approvals) storedAnswer(ctx context.Context, req *http.Request, in *middleware.Info, rec *record.Record) *http.Response {
+	b, err := a.o.Store.Get(ctx, answerKey(rec.ID))
 	if err != nil {
 		return nil
 	}
@@ -156,17 +152,17 @@ func (a *approvals) storedAnswer(ctx context.Context, req *http.Request, in *mid
 		return a2aTaskFromAnswer(req, in, rec, kept)
 	}
 	resp := synthesized(req, kept.Status, kept.ContentType, kept.Body)
-	resp.Header.Set(HeaderApproval, rec.ID+"; state="+string(rec.State)+"; decision=approved")
+	resp.Header.Set(middleware.HeaderApproval, rec.ID+"; state="+string(rec.State)+"; decision=approved")
 	if rec.Key != "" {
 		resp.Header.Set(middleware.HeaderIdempotencyKey, middleware.QuoteKey(rec.Key))
 	}
 	if rec.State == record.Dead {
-		resp.Header.Set(HeaderDeadLetter, rec.ID)
+		resp.Header.Set(middleware.HeaderDeadLetter, rec.ID)
 	} else if kept.DeadLetter != "" {
-		resp.Header.Set(HeaderDeadLetter, kept.DeadLetter)
+		resp.Header.Set(middleware.HeaderDeadLetter, kept.DeadLetter)
 	}
 	if kept.Truncated {
-		resp.Header.Set(HeaderApproval, resp.Header.Get(HeaderApproval)+"; truncated")
+		resp.Header.Set(middleware.HeaderApproval, resp.Header.Get(middleware.HeaderApproval)+"; truncated")
 	}
 	return resp
 }
@@ -181,18 +177,18 @@ type keptAnswer struct {
 }
 
 // keepAnswer stores the peer's answer to the approved handoff id for the
-// agent to poll (up to maxAnswerBytes of its body).
-func (a *approvals) keepAnswer(ctx context.Context, id string, resp *http.Response, body []byte) {
+// agent to poll (up to MaxAnswerBytes of its body).
+func (a *Approvals) KeepAnswer(ctx context.Context, id string, resp *http.Response, body []byte) {
 	k := keptAnswer{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: body}
-	if resp.Header.Get(HeaderDeadLetter) != "" {
-		k.DeadLetter = resp.Header.Get(HeaderDeadLetter)
+	if resp.Header.Get(middleware.HeaderDeadLetter) != "" {
+		k.DeadLetter = resp.Header.Get(middleware.HeaderDeadLetter)
 	}
-	if len(body) > maxAnswerBytes {
-		k.Body, k.Truncated = body[:maxAnswerBytes], true
+	if len(body) > MaxAnswerBytes {
+		k.Body, k.Truncated = body[:MaxAnswerBytes], true
 	}
 	b, _ := json.Marshal(k)
-	if err := a.store.Set(context.WithoutCancel(ctx), answerKey(id), b, a.retention); err != nil {
-		a.log.Warn("approvals: the answer to an approved handoff was not kept: the agent's poll will not get it",
+	if err := a.o.Store.Set(context.WithoutCancel(ctx), answerKey(id), b, a.retention); err != nil {
+		a.o.Log.Warn("approvals: the answer to an approved handoff was not kept: the agent's poll will not get it",
 			"record_id", id, "error", err.Error())
 	}
 }

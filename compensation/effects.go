@@ -1,4 +1,4 @@
-package proxy
+package compensation
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,10 +19,9 @@ import (
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
-	"github.com/batonproxy/baton/state"
 )
 
-// Compensation (docs/compensation.md). An agent reports the side effects
+// Side effects and their compensations (docs/compensation.md). An agent reports the side effects
 // it performed in its answer (Baton-Side-Effects); the sending Baton keeps
 // them on the handoff's record, with the answer's body for the
 // compensation's template. When the trace is abandoned (abandon.go), the
@@ -35,33 +33,23 @@ import (
 // maxKeptAnswer bounds the answer body kept for a compensation's template.
 const maxKeptAnswer = 64 << 10
 
-// effects keeps what answers report.
-type effects struct {
-	store state.Store
-	ttl   time.Duration
-	log   *slog.Logger
-	cfg   *config.Config
-	// reported is told of a handoff that reported side effects, so that
-	// an abandoned trace picks up effects reported after it was abandoned.
-	reported func(traceID string)
-}
-
 func effectAnswerKey(traceID, recordID string) string { return "{" + traceID + "}:answer:" + recordID }
 
-// observe records the side effects an answer reports on rec: those its
+// Answered records the side effects an answer reports on rec (the edge's
+// record of the handoff, before it is written): those its
 // Baton-Side-Effects header names, and, in an answer that is an envelope,
 // the completed items whose id is a declared effect. It keeps the answer's
 // body (up to maxKeptAnswer, not a stream) for the compensation's template.
 // The body the agent reads is unchanged.
-func (e *effects) observe(rec *record.Record, resp *http.Response) {
-	if e == nil {
+func (cr *Compensator) Answered(rec *record.Record, resp *http.Response) {
+	if !cr.o.Config.RecordsOn() {
 		return
 	}
 	rec.Effects = middleware.SideEffectsOf(resp.Header)
 	ct := resp.Header.Get("Content-Type")
 	var declared []string
 	if strings.HasPrefix(ct, handoff.MediaType) {
-		declared = e.declared(rec)
+		declared = cr.declared(rec)
 	}
 	if len(rec.Effects) == 0 && len(declared) == 0 || strings.HasPrefix(ct, "text/event-stream") || resp.ContentLength > maxKeptAnswer {
 		return
@@ -90,21 +78,21 @@ func (e *effects) observe(rec *record.Record, resp *http.Response) {
 	if len(rec.Effects) == 0 {
 		return
 	}
-	if e.reported != nil && rec.Compensates == "" {
-		defer e.reported(rec.TraceID)
+	if rec.Compensates == "" {
+		defer cr.repend(rec.TraceID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := e.store.Set(ctx, effectAnswerKey(rec.TraceID, rec.ID), head, e.ttl); err != nil {
-		e.log.Warn("side effects: the answer was not kept for compensation", "record_id", rec.ID, "error", err.Error())
+	if err := cr.o.Store.Set(ctx, effectAnswerKey(rec.TraceID, rec.ID), head, cr.o.Config.Records.Retention.D()); err != nil {
+		cr.o.Log.Warn("side effects: the answer was not kept for compensation", "record_id", rec.ID, "error", err.Error())
 	}
 }
 
 // declared names the side effects declared for rec's receiver: on the
 // edge, and in the handoff envelope's manifest.
-func (e *effects) declared(rec *record.Record) []string {
+func (cr *Compensator) declared(rec *record.Record) []string {
 	var out []string
-	for _, se := range e.cfg.SideEffectsTo(rec.To) {
+	for _, se := range cr.o.Config.SideEffectsTo(rec.To) {
 		out = append(out, se.Name)
 	}
 	for _, m := range manifest(rec) {
@@ -138,8 +126,8 @@ func manifest(rec *record.Record) []handoff.Compensation {
 // compensationFor returns how to undo effect of the handoff rec: the
 // sending edge's declaration, else the handoff envelope's manifest; nil
 // with the reason when neither says.
-func (s *Server) compensationFor(rec *record.Record, effect string) (*config.Compensate, string) {
-	for _, se := range s.cfg.SideEffectsTo(rec.To) {
+func (cr *Compensator) compensationFor(rec *record.Record, effect string) (*config.Compensate, string) {
+	for _, se := range cr.o.Config.SideEffectsTo(rec.To) {
 		if se.Name == effect {
 			cp := se.Compensate
 			return &cp, ""
@@ -151,7 +139,7 @@ func (s *Server) compensationFor(rec *record.Record, effect string) (*config.Com
 		}
 		cp := config.Compensate{To: m.To, Method: m.Method, Path: m.Path, Body: m.Body, ContentType: m.ContentType}
 		cp.Default(rec.To)
-		if _, ok := s.edges[cp.To]; !ok || !strings.HasPrefix(cp.Path, "/") {
+		if _, ok := cr.o.Config.Peers[cp.To]; !ok || !strings.HasPrefix(cp.Path, "/") {
 			return nil, "the envelope's compensation of " + effect + " names no peer of this agent, or no path"
 		}
 		return &cp, ""
@@ -171,12 +159,12 @@ func compensationKey(key, effect string) string {
 // this Baton's egress chain and returns the step's outcome: undone (with
 // the compensation's record), failed (with its dead letter or why), or
 // standing (nothing to send).
-func (s *Server) compensate(ctx context.Context, rec *record.Record, effect string) stepOutcome {
-	cp, why := s.compensationFor(rec, effect)
+func (cr *Compensator) compensate(ctx context.Context, rec *record.Record, effect string) stepOutcome {
+	cp, why := cr.compensationFor(rec, effect)
 	if cp == nil {
 		return stepOutcome{State: stepStanding, Why: why}
 	}
-	body, err := s.compensationBody(ctx, cp, rec, effect)
+	body, err := cr.compensationBody(ctx, cp, rec, effect)
 	if err != nil {
 		return stepOutcome{State: stepStanding, Why: "the compensation's body: " + err.Error()}
 	}
@@ -194,17 +182,17 @@ func (s *Server) compensate(ctx context.Context, rec *record.Record, effect stri
 	req.Header.Set(middleware.HeaderIdempotencyKey, middleware.QuoteKey(compensationKey(rec.Key, effect)))
 	req.Header.Set(middleware.HeaderTraceparent, "00-"+rec.TraceID+"-"+newSpanID()+"-01")
 	w := &answerRecorder{header: http.Header{}}
-	s.egressChain.ServeHTTP(w, req)
-	s.comp.observe(ctx, w.status)
+	cr.o.Egress().ServeHTTP(w, req)
+	cr.m.observe(ctx, w.status)
 	switch {
-	case w.header.Get(HeaderApproval) != "":
+	case w.header.Get(middleware.HeaderApproval) != "":
 		return stepOutcome{State: stepHeld, Compensation: c.RecordID, Why: "held by the edge's confirmation gate for a person's approval"}
 	case w.status >= 200 && w.status < 300:
 		return stepOutcome{State: stepUndone, Compensation: c.RecordID}
 	case w.status == http.StatusConflict && w.header.Get("Retry-After") != "":
 		return stepOutcome{State: stepPending}
 	}
-	o := stepOutcome{State: stepFailed, Compensation: c.RecordID, DeadLetter: w.header.Get(HeaderDeadLetter),
+	o := stepOutcome{State: stepFailed, Compensation: c.RecordID, DeadLetter: w.header.Get(middleware.HeaderDeadLetter),
 		Why: "answered " + strconv.Itoa(w.status)}
 	if d := strings.TrimSpace(w.body.String()); d != "" {
 		o.Why += ": " + d[:min(len(d), 300)]
@@ -214,7 +202,7 @@ func (s *Server) compensate(ctx context.Context, rec *record.Record, effect stri
 
 // compensationBody renders the compensation's body template over the
 // original handoff.
-func (s *Server) compensationBody(ctx context.Context, cp *config.Compensate, rec *record.Record, effect string) ([]byte, error) {
+func (cr *Compensator) compensationBody(ctx context.Context, cp *config.Compensate, rec *record.Record, effect string) ([]byte, error) {
 	if cp.Body == "" {
 		return nil, nil
 	}
@@ -229,7 +217,7 @@ func (s *Server) compensationBody(ctx context.Context, cp *config.Compensate, re
 			data["Request"] = v
 		}
 	}
-	if answer, err := s.store.Get(ctx, effectAnswerKey(rec.TraceID, rec.ID)); err == nil {
+	if answer, err := cr.o.Store.Get(ctx, effectAnswerKey(rec.TraceID, rec.ID)); err == nil {
 		var v any
 		if json.Unmarshal(answer, &v) == nil {
 			data["Response"] = v

@@ -1,4 +1,4 @@
-package proxy
+package console
 
 import (
 	"errors"
@@ -11,8 +11,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/batonproxy/baton/compensation"
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/records"
 )
 
 // consoleTraceLookupView is the trace form's data.
@@ -22,15 +24,15 @@ type consoleTraceLookupView struct {
 
 // consoleTraceLookup shows the trace form, or opens the trace it names: a
 // trace id, a record id or a traceparent.
-func (s *Server) consoleTraceLookup(w http.ResponseWriter, r *http.Request) {
+func (con *Console) consoleTraceLookup(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("id"))
 	if q == "" {
-		s.consoleRender(w, r, http.StatusOK, "traces.html", "traces", consoleTraceLookupView{})
+		con.consoleRender(w, r, http.StatusOK, "traces.html", "traces", consoleTraceLookupView{})
 		return
 	}
 	id := traceIDOf(q)
 	if id == "" {
-		s.consoleRender(w, r, http.StatusBadRequest, "traces.html", "traces", consoleTraceLookupView{Query: q,
+		con.consoleRender(w, r, http.StatusBadRequest, "traces.html", "traces", consoleTraceLookupView{Query: q,
 			Error: "A trace id is 32 hex digits (a record id or a traceparent holds one)."})
 		return
 	}
@@ -54,37 +56,37 @@ func traceIDOf(q string) string {
 // its hash chain is intact.
 type consoleTraceView struct {
 	TraceID  string
-	Roots    []*TraceNode
+	Roots    []*records.TraceNode
 	Records  int
 	Entries  int
 	Intact   bool
 	Problems []string
 	// Abandonment is where undoing the trace stands once it is abandoned;
 	// Abandonable says it may be (a dead letter of it stands).
-	Abandonment *Abandonment
+	Abandonment *compensation.Abandonment
 	Abandonable bool
 }
 
-func (s *Server) consoleTrace(w http.ResponseWriter, r *http.Request) {
+func (con *Console) consoleTrace(w http.ResponseWriter, r *http.Request) {
 	id := traceIDOf(chi.URLParam(r, "trace_id"))
 	if id == "" {
-		s.consoleError(w, r, http.StatusNotFound, "Not found", "A trace id is 32 hex digits.")
+		con.consoleError(w, r, http.StatusNotFound, "Not found", "A trace id is 32 hex digits.")
 		return
 	}
 	if id != chi.URLParam(r, "trace_id") {
 		http.Redirect(w, r, "/console/traces/"+id, http.StatusMovedPermanently)
 		return
 	}
-	t, err := s.book.Trace(r.Context(), id)
+	t, err := con.o.Book.Trace(r.Context(), id)
 	if err != nil {
-		s.consoleStoreError(w, r, err, "trace "+id)
+		con.consoleStoreError(w, r, err, "trace "+id)
 		return
 	}
 	if len(t.Entries) == 0 && t.Tail == "" {
-		s.consoleError(w, r, http.StatusNotFound, "Not found", "No records for trace "+id+" (unknown, or past retention).")
+		con.consoleError(w, r, http.StatusNotFound, "Not found", "No records for trace "+id+" (unknown, or past retention).")
 		return
 	}
-	v := consoleTraceView{TraceID: id, Roots: TraceTree(t.Records), Records: len(t.Records), Entries: len(t.Entries)}
+	v := consoleTraceView{TraceID: id, Roots: records.TraceTree(t.Records), Records: len(t.Records), Entries: len(t.Entries)}
 	var ce *record.ChainError
 	switch err := record.Verify(t.Entries, t.Tail); {
 	case err == nil:
@@ -94,36 +96,36 @@ func (s *Server) consoleTrace(w http.ResponseWriter, r *http.Request) {
 	default:
 		v.Problems = []string{err.Error()}
 	}
-	switch a, err := s.Abandonment(r.Context(), id); {
+	switch a, err := con.o.Compensator.Abandonment(r.Context(), id); {
 	case err == nil:
 		v.Abandonment = a
 	case errors.Is(err, record.ErrNotFound):
-		v.Abandonable = deadLetterStanding(t.Records)
+		v.Abandonable = compensation.DeadLetterStanding(t.Records)
 	}
-	s.consoleRender(w, r, http.StatusOK, "trace.html", "traces", v)
+	con.consoleRender(w, r, http.StatusOK, "trace.html", "traces", v)
 }
 
 // consoleAbandon abandons the trace (as POST /v1/traces/{id}/abandon
 // does) with the reason given, and shows the trace.
-func (s *Server) consoleAbandon(w http.ResponseWriter, r *http.Request) {
+func (con *Console) consoleAbandon(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "trace_id")
 	back := "/console/traces/" + id
 	if !handoff.ValidTraceID(id) {
-		s.consoleError(w, r, http.StatusNotFound, "Not found", "A trace id is 32 lower-case hex digits.")
+		con.consoleError(w, r, http.StatusNotFound, "Not found", "A trace id is 32 lower-case hex digits.")
 		return
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	if reason == "" {
-		s.consoleFlash(w, r, back, false, "Say why the trace is abandoned: the reason is kept with it.")
+		con.consoleFlash(w, r, back, false, "Say why the trace is abandoned: the reason is kept with it.")
 		return
 	}
-	a, err := s.Abandon(r.Context(), id, reason, s.consoleWho(r))
+	a, err := con.o.Compensator.Abandon(r.Context(), id, reason, con.consoleWho(r))
 	if err != nil {
-		s.consoleFlash(w, r, back, false, "Abandoning "+id+" refused: "+err.Error())
+		con.consoleFlash(w, r, back, false, "Abandoning "+id+" refused: "+err.Error())
 		return
 	}
-	s.log.Info("console: trace abandoned", "trace_id", id, "by", s.consoleWho(r))
-	s.consoleFlash(w, r, back, true, fmt.Sprintf("Abandoned %s: %d side effect(s) to undo, latest first, each by the Baton that sent its handoff. Reload to follow them.", id, len(a.Steps)))
+	con.o.Log.Info("console: trace abandoned", "trace_id", id, "by", con.consoleWho(r))
+	con.consoleFlash(w, r, back, true, fmt.Sprintf("Abandoned %s: %d side effect(s) to undo, latest first, each by the Baton that sent its handoff. Reload to follow them.", id, len(a.Steps)))
 }
 
 // consoleRecordView is one record's page, with its checkpoint.
@@ -140,14 +142,14 @@ type consoleHeader struct {
 	Values []string
 }
 
-func (s *Server) consoleRecord(w http.ResponseWriter, r *http.Request) {
+func (con *Console) consoleRecord(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	rec, err := s.book.Get(r.Context(), id)
+	rec, err := con.o.Book.Get(r.Context(), id)
 	if err != nil {
-		s.consoleStoreError(w, r, err, "record "+id)
+		con.consoleStoreError(w, r, err, "record "+id)
 		return
 	}
-	v := consoleRecordView{R: rec, Mine: rec.State == record.Dead && s.owned(rec) == nil}
+	v := consoleRecordView{R: rec, Mine: rec.State == record.Dead && records.Owned(con.o.Config.Agent, rec) == nil}
 	if q := rec.Request; q != nil {
 		for name, vals := range q.Header {
 			v.Headers = append(v.Headers, consoleHeader{Name: name, Values: vals})
@@ -158,7 +160,7 @@ func (s *Server) consoleRecord(w http.ResponseWriter, r *http.Request) {
 			v.Body = strings.ToValidUTF8(v.Body, "\uFFFD")
 		}
 	}
-	s.consoleRender(w, r, http.StatusOK, "record.html", "", v)
+	con.consoleRender(w, r, http.StatusOK, "record.html", "", v)
 }
 
 // consoleRecordURL is the console page of a record.

@@ -1,4 +1,4 @@
-package proxy
+package console
 
 import (
 	"context"
@@ -46,26 +46,26 @@ type consoleUserKey struct{}
 // session it signed in, or "anonymous" when no admin token is configured
 // and the request carries neither. ok is false when the request is not
 // signed in.
-func (s *Server) consoleIdentity(r *http.Request) (who string, ok bool) {
-	u, ok := s.consoleUserOf(r)
+func (con *Console) consoleIdentity(r *http.Request) (who string, ok bool) {
+	u, ok := con.consoleUserOf(r)
 	if !ok {
 		return "", false
 	}
 	return u.who, true
 }
 
-func (s *Server) consoleUserOf(r *http.Request) (*consoleUser, bool) {
-	if s.con == nil {
+func (con *Console) consoleUserOf(r *http.Request) (*consoleUser, bool) {
+	if con == nil {
 		return nil, false
 	}
 	if u, ok := r.Context().Value(consoleUserKey{}).(*consoleUser); ok {
 		return u, true
 	}
-	open := s.cfg.AdminToken == ""
+	open := con.o.Config.AdminToken == ""
 	if h := r.Header.Get("Authorization"); h != "" {
 		if tok, ok := strings.CutPrefix(h, "Bearer "); ok {
-			if who, ok := s.adminIdentity(tok); ok {
-				return &consoleUser{who: who, csrf: s.con.mac("csrf", "bearer", who)}, true
+			if who, ok := con.identity(tok); ok {
+				return &consoleUser{who: who, csrf: con.mac("csrf", "bearer", who)}, true
 			}
 		}
 		if !open {
@@ -73,12 +73,12 @@ func (s *Server) consoleUserOf(r *http.Request) (*consoleUser, bool) {
 		}
 	}
 	if c, err := r.Cookie(consoleCookie); err == nil {
-		if who, ok := s.con.sessions.get(c.Value, time.Now()); ok {
-			return &consoleUser{who: who, csrf: s.con.mac("csrf", "session", c.Value), sid: c.Value}, true
+		if who, ok := con.sessions.get(c.Value, time.Now()); ok {
+			return &consoleUser{who: who, csrf: con.mac("csrf", "session", c.Value), sid: c.Value}, true
 		}
 	}
 	if open {
-		return &consoleUser{who: consoleAnonymous, csrf: s.con.mac("csrf", "open")}, true
+		return &consoleUser{who: consoleAnonymous, csrf: con.mac("csrf", "open")}, true
 	}
 	return nil, false
 }
@@ -86,23 +86,23 @@ func (s *Server) consoleUserOf(r *http.Request) (*consoleUser, bool) {
 // consoleAuth lets signed-in requests through, with their consoleUser in
 // the context, and checks every POST (consoleCheckPost). A GET that is not
 // signed in gets the sign-in form, with status 401.
-func (s *Server) consoleAuth(next http.Handler) http.Handler {
+func (con *Console) consoleAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, ok := s.consoleUserOf(r)
+		u, ok := con.consoleUserOf(r)
 		switch {
 		case !ok && r.Header.Get("Authorization") != "":
 			w.Header().Set("WWW-Authenticate", `Bearer realm="baton-admin"`)
-			s.consoleError(w, r, http.StatusUnauthorized, "Not signed in", "The bearer token is not valid.")
+			con.consoleError(w, r, http.StatusUnauthorized, "Not signed in", "The bearer token is not valid.")
 			return
 		case !ok && r.Method == http.MethodGet:
-			s.renderLogin(w, r, http.StatusUnauthorized, r.URL.RequestURI(), "")
+			con.renderLogin(w, r, http.StatusUnauthorized, r.URL.RequestURI(), "")
 			return
 		case !ok:
-			s.consoleError(w, r, http.StatusUnauthorized, "Not signed in", "Sign in at /console/login first.")
+			con.consoleError(w, r, http.StatusUnauthorized, "Not signed in", "Sign in at /console/login first.")
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), consoleUserKey{}, u))
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.consoleCheckPost(w, r, u.csrf) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !con.consoleCheckPost(w, r, u.csrf) {
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -117,16 +117,16 @@ const consoleAdminIdentity = "admin"
 // group serves: the admin token's holder, or anyone when no admin token is
 // configured (the API is open then). An approver signed in with an
 // approver token may not: on the API its token decides approvals only.
-func (s *Server) consoleMayAdmin(who string) bool {
-	return s.cfg.AdminToken == "" || who == consoleAdminIdentity
+func (con *Console) consoleMayAdmin(who string) bool {
+	return con.o.Config.AdminToken == "" || who == consoleAdminIdentity
 }
 
 // consoleAdmin refuses, with 403, the pages of records and dead letters to
 // whoever is signed in with an approver's token.
-func (s *Server) consoleAdmin(next http.Handler) http.Handler {
+func (con *Console) consoleAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if who, _ := s.consoleIdentity(r); !s.consoleMayAdmin(who) {
-			s.consoleError(w, r, http.StatusForbidden, "Forbidden",
+		if who, _ := con.consoleIdentity(r); !con.consoleMayAdmin(who) {
+			con.consoleError(w, r, http.StatusForbidden, "Forbidden",
 				"Signed in as "+who+": this page needs the admin token. An approver's token opens the approvals page only.")
 			return
 		}
@@ -136,17 +136,17 @@ func (s *Server) consoleAdmin(next http.Handler) http.Handler {
 
 // consoleCheckPost refuses a cross-origin request, and a form whose csrf
 // field is not want, with 403.
-func (s *Server) consoleCheckPost(w http.ResponseWriter, r *http.Request, want string) bool {
-	if err := s.con.cop.Check(r); err != nil {
-		s.log.Warn("console: cross-origin request refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"),
+func (con *Console) consoleCheckPost(w http.ResponseWriter, r *http.Request, want string) bool {
+	if err := con.cop.Check(r); err != nil {
+		con.o.Log.Warn("console: cross-origin request refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"),
 			"sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
-		s.consoleError(w, r, http.StatusForbidden, "Forbidden", "Cross-origin requests to the console are refused.")
+		con.consoleError(w, r, http.StatusForbidden, "Forbidden", "Cross-origin requests to the console are refused.")
 		return false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxConsoleForm)
 	got := r.PostFormValue("csrf")
 	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-		s.consoleError(w, r, http.StatusForbidden, "Forbidden",
+		con.consoleError(w, r, http.StatusForbidden, "Forbidden",
 			"The form's CSRF token is missing or stale: reload the page and try again.")
 		return false
 	}
@@ -158,51 +158,51 @@ type consoleLoginView struct {
 	Next, Error, CSRF string
 }
 
-func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int, next, msg string) {
-	s.consoleRender(w, r, status, "login.html", "",
-		consoleLoginView{Next: consoleNext(next), Error: msg, CSRF: s.con.mac("csrf", "login")})
+func (con *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int, next, msg string) {
+	con.consoleRender(w, r, status, "login.html", "",
+		consoleLoginView{Next: consoleNext(next), Error: msg, CSRF: con.mac("csrf", "login")})
 }
 
-func (s *Server) consoleLoginPage(w http.ResponseWriter, r *http.Request) {
-	s.renderLogin(w, r, http.StatusOK, r.URL.Query().Get("next"), "")
+func (con *Console) consoleLoginPage(w http.ResponseWriter, r *http.Request) {
+	con.renderLogin(w, r, http.StatusOK, r.URL.Query().Get("next"), "")
 }
 
 // consoleLogin signs in with a token: a new session, its id in an HttpOnly,
 // SameSite=Strict cookie (Secure over TLS).
-func (s *Server) consoleLogin(w http.ResponseWriter, r *http.Request) {
-	if !s.consoleCheckPost(w, r, s.con.mac("csrf", "login")) {
+func (con *Console) consoleLogin(w http.ResponseWriter, r *http.Request) {
+	if !con.consoleCheckPost(w, r, con.mac("csrf", "login")) {
 		return
 	}
 	next := consoleNext(r.PostFormValue("next"))
-	who, ok := s.adminIdentity(r.PostFormValue("token"))
+	who, ok := con.identity(r.PostFormValue("token"))
 	if !ok {
-		s.log.Warn("console: sign-in refused", "remote", r.RemoteAddr)
-		s.renderLogin(w, r, http.StatusUnauthorized, next, "That token is not valid.")
+		con.o.Log.Warn("console: sign-in refused", "remote", r.RemoteAddr)
+		con.renderLogin(w, r, http.StatusUnauthorized, next, "That token is not valid.")
 		return
 	}
 	if c, err := r.Cookie(consoleCookie); err == nil {
-		s.con.sessions.remove(c.Value) // a new id at each sign-in
+		con.sessions.remove(c.Value) // a new id at each sign-in
 	}
-	if next == "/console/" && !s.consoleMayAdmin(who) {
+	if next == "/console/" && !con.consoleMayAdmin(who) {
 		next = "/console/approvals" // the page an approver may use
 	}
-	sid := s.con.sessions.add(who, time.Now())
+	sid := con.sessions.add(who, time.Now())
 	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: sid, Path: "/console", MaxAge: int(consoleSessionTTL.Seconds()),
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	s.log.Info("console: signed in", "who", who, "remote", r.RemoteAddr)
+	con.o.Log.Info("console: signed in", "who", who, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // consoleLogout ends the session.
-func (s *Server) consoleLogout(w http.ResponseWriter, r *http.Request) {
-	u, _ := s.consoleUserOf(r)
+func (con *Console) consoleLogout(w http.ResponseWriter, r *http.Request) {
+	u, _ := con.consoleUserOf(r)
 	if u != nil && u.sid != "" {
-		s.con.sessions.remove(u.sid)
+		con.sessions.remove(u.sid)
 	}
 	http.SetCookie(w, &http.Cookie{Name: consoleCookie, Value: "", Path: "/console", MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	to := "/console/login"
-	if s.cfg.AdminToken == "" {
+	if con.o.Config.AdminToken == "" {
 		to = "/console/"
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
@@ -221,8 +221,8 @@ func consoleNext(next string) string {
 
 // mac is the base64url HMAC-SHA256, under the process's console key, of
 // the parts.
-func (c *console) mac(parts ...string) string {
-	h := hmac.New(sha256.New, c.key)
+func (con *Console) mac(parts ...string) string {
+	h := hmac.New(sha256.New, con.key)
 	for _, p := range parts {
 		h.Write([]byte(p))
 		h.Write([]byte{0})
@@ -239,7 +239,7 @@ type consoleFlashMsg struct {
 // consoleFlash redirects (303) to the console path to, where the message
 // is shown once. It travels in a short-lived cookie signed with the
 // process's key, so that no link can make the console say something.
-func (s *Server) consoleFlash(w http.ResponseWriter, r *http.Request, to string, ok bool, text string) {
+func (con *Console) consoleFlash(w http.ResponseWriter, r *http.Request, to string, ok bool, text string) {
 	if len(text) > 1500 {
 		text = text[:1500] + "…"
 	}
@@ -248,14 +248,14 @@ func (s *Server) consoleFlash(w http.ResponseWriter, r *http.Request, to string,
 		kind = "1"
 	}
 	payload := base64.RawURLEncoding.EncodeToString([]byte(kind + text))
-	http.SetCookie(w, &http.Cookie{Name: consoleFlashCookie, Value: payload + "." + s.con.mac("flash", payload),
+	http.SetCookie(w, &http.Cookie{Name: consoleFlashCookie, Value: payload + "." + con.mac("flash", payload),
 		Path: "/console", MaxAge: 60, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 // takeFlash returns the flash message the request carries, if it is one
 // this process signed, and clears it.
-func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) *consoleFlashMsg {
+func (con *Console) takeFlash(w http.ResponseWriter, r *http.Request) *consoleFlashMsg {
 	c, err := r.Cookie(consoleFlashCookie)
 	if err != nil {
 		return nil
@@ -263,7 +263,7 @@ func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) *consoleFlash
 	http.SetCookie(w, &http.Cookie{Name: consoleFlashCookie, Value: "", Path: "/console", MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	payload, sig, ok := strings.Cut(c.Value, ".")
-	if !ok || subtle.ConstantTimeCompare([]byte(sig), []byte(s.con.mac("flash", payload))) != 1 {
+	if !ok || subtle.ConstantTimeCompare([]byte(sig), []byte(con.mac("flash", payload))) != 1 {
 		return nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)

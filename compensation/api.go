@@ -1,4 +1,4 @@
-package proxy
+package compensation
 
 import (
 	"context"
@@ -15,18 +15,12 @@ import (
 
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/records"
 )
 
-// abandonRoutes serve abandoning on the admin listener:
-//
-//	POST /v1/traces/{trace_id}/abandon   {"reason": "..."}; ?wait=30s waits for it to settle
-//	GET  /v1/traces/{trace_id}/abandon   where it stands
-func (s *Server) abandonRoutes(r chi.Router) {
-	r.Post("/v1/traces/{trace_id}/abandon", s.postAbandon)
-	r.Get("/v1/traces/{trace_id}/abandon", s.getAbandon)
-}
-
-func (s *Server) postAbandon(w http.ResponseWriter, r *http.Request) {
+// PostAbandon serves POST /v1/traces/{trace_id}/abandon ({"reason":
+// "..."}; ?wait=30s waits for it to settle).
+func (cr *Compensator) PostAbandon(w http.ResponseWriter, r *http.Request) {
 	id, ok := traceParam(w, r)
 	if !ok {
 		return
@@ -48,38 +42,39 @@ func (s *Server) postAbandon(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.BadRequest, err.Error())
 		return
 	}
-	a, err := s.Abandon(r.Context(), id, req.Reason, adminCaller(r))
+	a, err := cr.Abandon(r.Context(), id, req.Reason, records.Operator(r))
 	if err == nil && wait > 0 {
-		a, err = s.waitSettled(r.Context(), id, wait)
+		a, err = cr.waitSettled(r.Context(), id, wait)
 	}
-	s.answerAbandon(w, r, a, err)
+	cr.answerAbandon(w, r, a, err)
 }
 
-func (s *Server) getAbandon(w http.ResponseWriter, r *http.Request) {
+// GetAbandon serves GET /v1/traces/{trace_id}/abandon: where it stands.
+func (cr *Compensator) GetAbandon(w http.ResponseWriter, r *http.Request) {
 	id, ok := traceParam(w, r)
 	if !ok {
 		return
 	}
-	a, err := s.Abandonment(r.Context(), id)
-	s.answerAbandon(w, r, a, err)
+	a, err := cr.Abandonment(r.Context(), id)
+	cr.answerAbandon(w, r, a, err)
 }
 
-func (s *Server) answerAbandon(w http.ResponseWriter, r *http.Request, a *Abandonment, err error) {
+func (cr *Compensator) answerAbandon(w http.ResponseWriter, r *http.Request, a *Abandonment, err error) {
 	switch {
 	case errors.Is(err, ErrNotAbandonable):
 		problem.Write(w, r, problem.NotAbandonable, err.Error())
 	case err != nil:
-		s.storeProblem(w, r, err)
+		records.StoreProblem(w, r, cr.o.Log, err)
 	default:
-		writeJSON(w, http.StatusOK, a)
+		records.WriteJSON(w, http.StatusOK, a)
 	}
 }
 
 // waitSettled polls until the abandonment settles or wait passes.
-func (s *Server) waitSettled(ctx context.Context, id string, wait time.Duration) (*Abandonment, error) {
+func (cr *Compensator) waitSettled(ctx context.Context, id string, wait time.Duration) (*Abandonment, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		a, err := s.Abandonment(ctx, id)
+		a, err := cr.Abandonment(ctx, id)
 		if err != nil || a.Settled || time.Now().After(deadline) {
 			return a, err
 		}
@@ -127,7 +122,7 @@ func newCompMetrics(mp metric.MeterProvider) (*compMetrics, error) {
 	c, err := mp.Meter("github.com/batonproxy/baton").Int64Counter("baton.compensations", metric.WithUnit("{handoff}"),
 		metric.WithDescription("Compensating handoffs sent for abandoned traces, by outcome: undone (answered 2xx), failed (dead-lettered or refused)."))
 	if err != nil {
-		return nil, fmt.Errorf("proxy: compensation metrics: %w", err)
+		return nil, fmt.Errorf("compensation: metrics: %w", err)
 	}
 	return &compMetrics{sent: c}, nil
 }
@@ -141,13 +136,4 @@ func (m *compMetrics) observe(ctx context.Context, status int) {
 		outcome = "failed"
 	}
 	m.sent.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
-}
-
-// adminCaller names who abandons through the admin API (which the admin
-// token guards when set).
-func adminCaller(r *http.Request) string {
-	if by := r.Header.Get("Baton-Operator"); by != "" && len(by) <= 64 {
-		return "admin (" + by + ")"
-	}
-	return "admin"
 }

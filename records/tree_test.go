@@ -1,15 +1,15 @@
-package proxy_test
+package records_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/records"
 )
 
 // shape renders a tree as "id(child child)".
-func shape(nodes []*proxy.TraceNode) string {
+func shape(nodes []*records.TraceNode) string {
 	var parts []string
 	for _, n := range nodes {
 		s := n.Record.ID
@@ -43,7 +43,7 @@ func TestTraceTree(t *testing.T) {
 		{"self parent", recs("x", "x"), "x"},
 		{"loop", recs("x", "y", "y", "x", "z", "y"), "x(y(z))"},
 	} {
-		if got := shape(proxy.TraceTree(tc.recs)); got != tc.want {
+		if got := shape(records.TraceTree(tc.recs)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package proxy
+package records
 
 import "github.com/batonproxy/baton/handoff/record"
 

@@ -1,16 +1,15 @@
-package proxy
+package deadletter
 
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/state"
 )
 
-// letters keeps the dead letter of each (peer, key) this Baton's agent has,
+// index keeps the dead letter of each (peer, key) this Baton's agent has,
 // so that a failed handoff is listed once, and not once its work is done:
 //   - a handoff delivered later with the same key (the chain resumed, and
 //     the agent re-ran and sent the same positional key) resolves the dead
@@ -22,31 +21,24 @@ import (
 // A dead letter it does not know (another replica of the agent wrote it)
 // stays listed until it is replayed, which the receiver's window then
 // answers without running its agent again.
-type letters struct {
+type index struct {
 	book  *record.Book
 	log   *slog.Logger
 	bg    func(func(context.Context)) // runs store work off the request path
 	byKey *state.FIFO[string]         // "peer\x00key" → dead letter record id
-
-	mu       sync.Mutex
-	unstored []*record.Record // dead letters the store refused, stored again by keepStoring
 }
-
-// maxUnstored bounds the dead letters kept in memory while the store does
-// not answer; past it a dead letter is in the log only.
-const maxUnstored = 10000
 
 const maxLetters = 1 << 16
 
-// newLetters keeps dead letters by key for as long as records are kept.
-func newLetters(book *record.Book, retention time.Duration, log *slog.Logger, bg func(func(context.Context))) *letters {
-	return &letters{book: book, log: log, bg: bg, byKey: state.NewFIFO[string](maxLetters, retention)}
+// newIndex keeps dead letters by key for as long as records are kept.
+func newIndex(book *record.Book, retention time.Duration, log *slog.Logger, bg func(func(context.Context))) *index {
+	return &index{book: book, log: log, bg: bg, byKey: state.NewFIFO[string](maxLetters, retention)}
 }
 
 func letterKey(peer, key string) string { return peer + "\x00" + key }
 
 // load learns the agent's listed dead letters.
-func (l *letters) load(ctx context.Context, agent string) {
+func (l *index) load(ctx context.Context, agent string) {
 	recs, _, err := l.book.DeadLetters(ctx, record.AgentDeadLetters(agent), 0, 1000)
 	if err != nil {
 		l.log.Warn("dead letters not loaded: a resumed chain will not resolve the ones listed before this start",
@@ -69,7 +61,7 @@ func (l *letters) load(ctx context.Context, agent string) {
 
 // swap sets the dead letter of (peer, key) to id and returns the one
 // before.
-func (l *letters) swap(peer, key, id string) (prev string) {
+func (l *index) swap(peer, key, id string) (prev string) {
 	l.byKey.Update(letterKey(peer, key), func(cur string, _ bool) (string, bool) {
 		prev = cur
 		return id, true
@@ -79,7 +71,7 @@ func (l *letters) swap(peer, key, id string) (prev string) {
 
 // dead notes a dead letter stored: an older one of the same key is
 // superseded.
-func (l *letters) dead(rec *record.Record) {
+func (l *index) dead(rec *record.Record) {
 	if l == nil || rec.Key == "" {
 		return
 	}
@@ -91,7 +83,7 @@ func (l *letters) dead(rec *record.Record) {
 // delivered notes a handoff delivered: the dead letter of its key, if any,
 // is resolved by it. With no dead letter kept (the usual case) it costs a
 // lock and nothing else.
-func (l *letters) delivered(rec *record.Record) {
+func (l *index) delivered(rec *record.Record) {
 	if l == nil || rec.Key == "" || l.byKey.Empty() {
 		return
 	}
@@ -110,7 +102,7 @@ func (l *letters) delivered(rec *record.Record) {
 // resolved (delivered by the handoff of record by) or superseded (by the
 // dead letter by). A dead letter no longer dead (replayed meanwhile) is
 // left as it is.
-func (l *letters) settle(id, by string, resolved bool) {
+func (l *index) settle(id, by string, resolved bool) {
 	l.bg(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -132,58 +124,4 @@ func (l *letters) settle(id, by string, resolved bool) {
 			l.log.Warn("dead letter still listed", "record_id", id, "resolved_by", by, "error", err.Error())
 		}
 	})
-}
-
-// keep holds a dead letter the store refused (a copy: the handoff's
-// goroutine goes on reading its own), so that keepStoring stores it when the
-// store answers again. It reports false when too many are kept already.
-func (l *letters) keep(rec *record.Record) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.unstored) >= maxUnstored {
-		return false
-	}
-	cp := *rec
-	l.unstored = append(l.unstored, &cp)
-	return true
-}
-
-// keepStoring stores the kept dead letters every second until ctx ends,
-// oldest first, stopping a round at the first the store still refuses.
-func (l *letters) keepStoring(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			l.mu.Lock()
-			for _, rec := range l.unstored {
-				l.log.Error("dead letter not stored before shutdown: the failure is in this log only", "record_id", rec.ID,
-					"edge", rec.Edge(), "request_digest", rec.RequestDigest, "idempotency_key", rec.Key)
-			}
-			l.mu.Unlock()
-			return
-		case <-t.C:
-		}
-		for {
-			l.mu.Lock()
-			if len(l.unstored) == 0 {
-				l.mu.Unlock()
-				break
-			}
-			rec := l.unstored[0]
-			l.mu.Unlock()
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := l.book.DeadLetter(wctx, rec)
-			cancel()
-			if err != nil {
-				break // the store is still down: next round
-			}
-			l.mu.Lock()
-			l.unstored = l.unstored[1:]
-			l.mu.Unlock()
-			l.log.Info("dead letter stored once the store answered again", "record_id", rec.ID, "edge", rec.Edge())
-			l.dead(rec)
-		}
-	}
 }

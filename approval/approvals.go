@@ -1,4 +1,4 @@
-package proxy
+package approval
 
 import (
 	"context"
@@ -7,17 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 )
 
-// approvals holds the handoffs confirmation gates match, and carries out
+// Approvals holds the handoffs confirmation gates match, and carries out
 // the decisions on them (docs/gates.md). A held handoff is a record in state
 // held with its checkpoint, listed among the agent's pending approvals in the
 // store: nothing of it lives only in this process, so a Baton that restarts
@@ -32,14 +32,13 @@ import (
 //     approvers (or an approver and the expiry) racing never both act;
 //   - {trace}:approval-answer:<id> is the peer's answer to the approved
 //     handoff, which the agent polls for.
-type approvals struct {
-	s         *Server
-	store     state.Store
-	book      *record.Book
-	log       *slog.Logger
+type Approvals struct {
+	o         Options
 	retention time.Duration
 	notify    *notifier
 	m         *approvalMetrics
+	gates     map[string]*gate // by peer: the edges that hold handoffs
+	approvers *approvers       // who may decide (admin_identity.go)
 
 	mu      sync.Mutex
 	waiters map[string][]chan struct{} // approval id → calls waiting for its decision
@@ -53,13 +52,8 @@ var (
 	ErrNotHeld      = errors.New("the record is not a handoff a gate held")
 )
 
-// maxAnswerBytes bounds the stored answer to an approved handoff.
-const maxAnswerBytes = 1 << 20
-
-func newApprovals(s *Server, m *approvalMetrics) *approvals {
-	return &approvals{s: s, store: s.store, book: s.book, log: s.log, retention: s.cfg.Records.Retention.D(),
-		notify: newNotifier(s.cfg.Approvals.Notify, s.log), m: m, waiters: map[string][]chan struct{}{}}
-}
+// MaxAnswerBytes bounds the stored answer to an approved handoff.
+const MaxAnswerBytes = 1 << 20
 
 func decisionKey(id string) string { return "{" + record.TraceOf(id) + "}:approval-decision:" + id }
 func answerKey(id string) string   { return "{" + record.TraceOf(id) + "}:approval-answer:" + id }
@@ -70,11 +64,11 @@ func answerKey(id string) string   { return "{" + record.TraceOf(id) + "}:approv
 // same handoff was approved. The same handoff is the same key with the same
 // method, target and body: an approval never covers another request that
 // reuses its key.
-func (a *approvals) hold(e *edge, req *http.Request, in *middleware.Info, rule string) (*http.Response, error) {
+func (a *Approvals) hold(g *gate, req *http.Request, in *middleware.Info, rule string, newRecord func() *record.Record) (*http.Response, error) {
 	ctx := req.Context()
-	if !in.Buffered || int64(len(in.Body)) > e.checkpoint {
+	if checkpoint := a.o.Config.Records.MaxBodyBytes; !in.Buffered || int64(len(in.Body)) > checkpoint {
 		in.Call.Settle(middleware.CallUnsent)
-		return a.problem(req, in, notHoldable(req, in.Edge(), e.checkpoint)), nil
+		return a.problem(req, in, notHoldable(req, in.Edge(), checkpoint)), nil
 	}
 	slot := ""
 	if in.Key != "" {
@@ -88,20 +82,20 @@ func (a *approvals) hold(e *edge, req *http.Request, in *middleware.Info, rule s
 			return nil, nil // approved: sent as it was; the receiver's window answers a re-send
 		case prev != nil && prev.State != record.Expired:
 			in.Call.Settle(middleware.CallAnswered)
-			return a.await(req, in, prev, e.gate.wait), nil
+			return a.await(req, in, prev, g.wait), nil
 		case prev != nil: // expired: ask again
-			if _, err := a.store.Release(ctx, slot, []byte(prev.ID)); err != nil {
+			if _, err := a.o.Store.Release(ctx, slot, []byte(prev.ID)); err != nil {
 				return a.storeDown(req, in, err), nil
 			}
 		}
 	}
-	rec := e.newRecord(req, in)
+	rec := newRecord()
 	now := time.Now()
 	rec.State, rec.Updated = record.Held, now
-	rec.Approval = &record.Approval{Gate: rule, Expires: now.Add(e.gate.expires)}
+	rec.Approval = &record.Approval{Gate: rule, Expires: now.Add(g.expires)}
 	rec.Outcome = "held for confirmation (" + rule + ")"
 	if slot != "" {
-		ok, _, err := a.store.Claim(ctx, slot, []byte(rec.ID), a.retention)
+		ok, _, err := a.o.Store.Claim(ctx, slot, []byte(rec.ID), a.retention)
 		if err != nil {
 			return a.storeDown(req, in, err), nil
 		}
@@ -112,13 +106,13 @@ func (a *approvals) hold(e *edge, req *http.Request, in *middleware.Info, rule s
 				return a.storeDown(req, in, errors.New("the approval of this handoff is not readable yet")), nil
 			}
 			in.Call.Settle(middleware.CallAnswered)
-			return a.await(req, in, prev, e.gate.wait), nil
+			return a.await(req, in, prev, g.wait), nil
 		}
 	}
-	if err := a.book.Hold(ctx, rec); err != nil {
+	if err := a.o.Book.Hold(ctx, rec); err != nil {
 		if slot != "" {
-			if _, rerr := a.store.Release(context.WithoutCancel(ctx), slot, []byte(rec.ID)); rerr != nil {
-				a.log.Warn("approvals: a failed hold keeps its key", "record_id", rec.ID, "error", rerr.Error())
+			if _, rerr := a.o.Store.Release(context.WithoutCancel(ctx), slot, []byte(rec.ID)); rerr != nil {
+				a.o.Log.Warn("approvals: a failed hold keeps its key", "record_id", rec.ID, "error", rerr.Error())
 			}
 		}
 		in.Call.Settle(middleware.CallUnsent)
@@ -126,10 +120,10 @@ func (a *approvals) hold(e *edge, req *http.Request, in *middleware.Info, rule s
 	}
 	in.Call.Settle(middleware.CallAnswered)
 	a.m.held(rec)
-	a.notify.pending(rec, a.s.cfg.Agent)
-	a.log.Info("handoff held for confirmation", "record_id", rec.ID, "edge", rec.Edge(), "gate", rule,
+	a.notify.pending(rec, a.o.Config.Agent)
+	a.o.Log.Info("handoff held for confirmation", "record_id", rec.ID, "edge", rec.Edge(), "gate", rule,
 		"expires", rec.Approval.Expires.UTC().Format(time.RFC3339))
-	return a.await(req, in, rec, e.gate.wait), nil
+	return a.await(req, in, rec, g.wait), nil
 }
 
 // approvalSlot is the store key naming the approval of one handoff: its
@@ -144,23 +138,23 @@ func approvalSlot(edge, key string, req *http.Request, body []byte) string {
 // approvalIn reads the approval a slot names (nil when none). The record is
 // written just after its slot is claimed: a slot whose record is not there
 // yet is read again for up to two seconds.
-func (a *approvals) approvalIn(ctx context.Context, slot string) (*record.Record, error) {
+func (a *Approvals) approvalIn(ctx context.Context, slot string) (*record.Record, error) {
 	for wait := 20 * time.Millisecond; ; wait *= 2 {
-		v, err := a.store.Get(ctx, slot)
+		v, err := a.o.Store.Get(ctx, slot)
 		if errors.Is(err, state.ErrNotFound) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		rec, err := a.book.Get(ctx, string(v))
+		rec, err := a.o.Book.Get(ctx, string(v))
 		if err == nil {
 			return rec, nil
 		}
 		if !errors.Is(err, record.ErrNotFound) || wait > time.Second {
 			return nil, fmt.Errorf("reading approval %s: %w", v, err)
 		}
-		if !sleep(ctx, wait, time.Time{}) {
+		if !pause(ctx, wait) {
 			return nil, ctx.Err()
 		}
 	}
@@ -168,7 +162,7 @@ func (a *approvals) approvalIn(ctx context.Context, slot string) (*record.Record
 
 // await waits up to wait for rec's decision, then answers the agent with
 // where the approval stands.
-func (a *approvals) await(req *http.Request, in *middleware.Info, rec *record.Record, wait time.Duration) *http.Response {
+func (a *Approvals) await(req *http.Request, in *middleware.Info, rec *record.Record, wait time.Duration) *http.Response {
 	if rec.State == record.Held && wait > 0 {
 		if cur := a.wait(req.Context(), rec.ID, wait); cur != nil {
 			rec = cur
@@ -180,7 +174,7 @@ func (a *approvals) await(req *http.Request, in *middleware.Info, rec *record.Re
 // wait blocks until the approval id is decided (in this process, or seen in
 // the store by a poll every second), wait passes or ctx ends, and returns
 // the record as it then is (nil when it could not be read).
-func (a *approvals) wait(ctx context.Context, id string, wait time.Duration) *record.Record {
+func (a *Approvals) wait(ctx context.Context, id string, wait time.Duration) *record.Record {
 	ch := make(chan struct{})
 	a.mu.Lock()
 	a.waiters[id] = append(a.waiters[id], ch)
@@ -202,7 +196,7 @@ func (a *approvals) wait(ctx context.Context, id string, wait time.Duration) *re
 		case <-ctx.Done():
 			return nil
 		}
-		rec, err := a.book.Get(ctx, id)
+		rec, err := a.o.Book.Get(ctx, id)
 		if err != nil {
 			return nil
 		}
@@ -214,15 +208,15 @@ func (a *approvals) wait(ctx context.Context, id string, wait time.Duration) *re
 
 // answered reports whether the peer's answer to the approved handoff rec
 // is kept (it is, before the record's last write lands).
-func (a *approvals) answered(ctx context.Context, rec *record.Record) bool {
+func (a *Approvals) answered(ctx context.Context, rec *record.Record) bool {
 	if rec.State != record.Approved {
 		return false
 	}
-	_, err := a.store.Get(ctx, answerKey(rec.ID))
+	_, err := a.o.Store.Get(ctx, answerKey(rec.ID))
 	return err == nil
 }
 
-func (a *approvals) forget(id string, ch chan struct{}) {
+func (a *Approvals) forget(id string, ch chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	list := a.waiters[id]
@@ -240,7 +234,7 @@ func (a *approvals) forget(id string, ch chan struct{}) {
 }
 
 // wake tells the calls waiting for id that it was decided.
-func (a *approvals) wake(id string) {
+func (a *Approvals) wake(id string) {
 	a.mu.Lock()
 	list := a.waiters[id]
 	delete(a.waiters, id)
@@ -262,16 +256,16 @@ type DecisionResult struct {
 // Decide approves or denies the held handoff id as who. An approval sends
 // the checkpoint with its original key, trace and hop (the receiver's window
 // still guarantees at most once) and returns once the peer answered.
-func (s *Server) Decide(ctx context.Context, id, who string, approve bool, reason string) (*DecisionResult, error) {
-	return s.approvals.decide(ctx, id, who, approve, reason)
+func (a *Approvals) Decide(ctx context.Context, id, who string, approve bool, reason string) (*DecisionResult, error) {
+	return a.decide(ctx, id, who, approve, reason)
 }
 
-func (a *approvals) decide(ctx context.Context, id, who string, approve bool, reason string) (*DecisionResult, error) {
+func (a *Approvals) decide(ctx context.Context, id, who string, approve bool, reason string) (*DecisionResult, error) {
 	rec, err := a.pending(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if who == rec.From || who == a.s.cfg.Agent {
+	if who == rec.From || who == a.o.Config.Agent {
 		return nil, ErrSelfApproval
 	}
 	decision := record.DecisionDenied
@@ -296,7 +290,7 @@ func (a *approvals) decide(ctx context.Context, id, who string, approve bool, re
 	// The approval is written before anything is sent, and the handoff stays
 	// listed until it is: a Baton that stops in between sends it when it
 	// starts again (recover).
-	if err := a.book.Write(ctx, rec); err != nil {
+	if err := a.o.Book.Write(ctx, rec); err != nil {
 		a.unclaim(ctx, rec)
 		return nil, err
 	}
@@ -307,15 +301,15 @@ func (a *approvals) decide(ctx context.Context, id, who string, approve bool, re
 // send sends the approved handoff rec, keeps the peer's answer for the
 // agent's poll, and takes rec off the pending list once it is delivered or
 // a dead letter.
-func (a *approvals) send(ctx context.Context, rec *record.Record) (*DecisionResult, error) {
+func (a *Approvals) send(ctx context.Context, rec *record.Record) (*DecisionResult, error) {
 	defer a.wake(rec.ID)
 	res := &DecisionResult{Record: rec}
-	resp, done, err := a.s.resend(ctx, rec, record.Approved, "approved")
+	resp, done, err := a.o.Resend(ctx, rec, record.Approved, "approved")
 	switch {
-	case errors.Is(err, ErrUnknownPeer):
+	case errors.Is(err, record.ErrUnknownPeer):
 		rec.State, rec.Error, rec.Updated = record.Dead, err.Error(), time.Now()
 		rec.Outcome = "approved, and not sent: the peer is no longer configured"
-		if err := a.book.DeadLetter(ctx, rec); err != nil {
+		if err := a.o.Book.DeadLetter(ctx, rec); err != nil {
 			return nil, err
 		}
 	case err != nil:
@@ -323,14 +317,14 @@ func (a *approvals) send(ctx context.Context, rec *record.Record) (*DecisionResu
 	default:
 		defer done()
 		if resp != nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 			resp.Body.Close()
 			res.Status, res.Response = resp.StatusCode, string(body[:min(len(body), 64<<10)])
-			a.keepAnswer(ctx, rec.ID, resp, body)
+			a.KeepAnswer(ctx, rec.ID, resp, body)
 		}
 	}
-	if err := a.book.Unhold(ctx, rec); err != nil {
-		a.log.Warn("approvals: a sent handoff is still listed as pending", "record_id", rec.ID, "error", err.Error())
+	if err := a.o.Book.Unhold(ctx, rec); err != nil {
+		a.o.Log.Warn("approvals: a sent handoff is still listed as pending", "record_id", rec.ID, "error", err.Error())
 	}
 	if rec.State == record.Dead {
 		res.Error = rec.Error
@@ -341,10 +335,10 @@ func (a *approvals) send(ctx context.Context, rec *record.Record) (*DecisionResu
 // recover sends the approved handoffs still listed: their Baton stopped
 // after the decision and before the send. The receiver's window answers
 // one that was sent after all.
-func (a *approvals) recover(ctx context.Context) {
-	recs, _, err := a.book.Pending(ctx, a.s.cfg.Agent, 0, 1000)
+func (a *Approvals) recover(ctx context.Context) {
+	recs, _, err := a.o.Book.Pending(ctx, a.o.Config.Agent, 0, 1000)
 	if err != nil {
-		a.log.Warn("approvals: approved handoffs not checked at start", "error", err.Error())
+		a.o.Log.Warn("approvals: approved handoffs not checked at start", "error", err.Error())
 		return
 	}
 	for i := range recs {
@@ -354,29 +348,29 @@ func (a *approvals) recover(ctx context.Context) {
 	}
 }
 
-func (a *approvals) resume(ctx context.Context, rec *record.Record) {
-	a.log.Info("approvals: sending a handoff approved before this Baton stopped", "record_id", rec.ID, "by", rec.Approval.By)
+func (a *Approvals) resume(ctx context.Context, rec *record.Record) {
+	a.o.Log.Info("approvals: sending a handoff approved before this Baton stopped", "record_id", rec.ID, "by", rec.Approval.By)
 	if _, err := a.send(ctx, rec); err != nil {
-		a.log.Warn("approvals: an approved handoff is not sent yet", "record_id", rec.ID, "error", err.Error())
+		a.o.Log.Warn("approvals: an approved handoff is not sent yet", "record_id", rec.ID, "error", err.Error())
 	}
 }
 
 // unclaim frees the decision on rec when it could not be recorded, so that
 // it can be made again.
-func (a *approvals) unclaim(ctx context.Context, rec *record.Record) {
+func (a *Approvals) unclaim(ctx context.Context, rec *record.Record) {
 	v := []byte(rec.Approval.Decision + " " + rec.Approval.By)
-	if _, err := a.store.Release(context.WithoutCancel(ctx), decisionKey(rec.ID), v); err != nil {
-		a.log.Warn("approvals: a decision that was not recorded stays claimed", "record_id", rec.ID, "error", err.Error())
+	if _, err := a.o.Store.Release(context.WithoutCancel(ctx), decisionKey(rec.ID), v); err != nil {
+		a.o.Log.Warn("approvals: a decision that was not recorded stays claimed", "record_id", rec.ID, "error", err.Error())
 	}
 }
 
 // pending reads the approval id, which must be this agent's and held.
-func (a *approvals) pending(ctx context.Context, id string) (*record.Record, error) {
-	rec, err := a.book.Get(ctx, id)
+func (a *Approvals) pending(ctx context.Context, id string) (*record.Record, error) {
+	rec, err := a.o.Book.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.s.owned(rec); err != nil {
+	if err := records.Owned(a.o.Config.Agent, rec); err != nil {
 		return nil, err
 	}
 	if rec.Approval == nil {
@@ -403,14 +397,14 @@ func (e *NotPendingError) Error() string {
 func (e *NotPendingError) Unwrap() error { return ErrNotPending }
 
 // claim takes the decision on rec for who, once.
-func (a *approvals) claim(ctx context.Context, rec *record.Record, decision, who string) error {
-	ok, cur, err := a.store.Claim(ctx, decisionKey(rec.ID), []byte(decision+" "+who), a.retention)
+func (a *Approvals) claim(ctx context.Context, rec *record.Record, decision, who string) error {
+	ok, cur, err := a.o.Store.Claim(ctx, decisionKey(rec.ID), []byte(decision+" "+who), a.retention)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		// Decided a moment ago: say by whom.
-		if now, err := a.book.Get(ctx, rec.ID); err == nil && now.Approval != nil && now.Approval.Decision != "" {
+		if now, err := a.o.Book.Get(ctx, rec.ID); err == nil && now.Approval != nil && now.Approval.Decision != "" {
 			return &NotPendingError{Record: now}
 		}
 		return fmt.Errorf("%w: %s was just decided (%s)", ErrNotPending, rec.ID, cur)
@@ -420,16 +414,16 @@ func (a *approvals) claim(ctx context.Context, rec *record.Record, decision, who
 
 // settle writes a decision that sends nothing (denied, expired), takes the
 // record off the pending list and wakes the calls waiting for it.
-func (a *approvals) settle(ctx context.Context, rec *record.Record) error {
+func (a *Approvals) settle(ctx context.Context, rec *record.Record) error {
 	defer a.wake(rec.ID)
-	if err := a.book.Write(ctx, rec); err != nil {
+	if err := a.o.Book.Write(ctx, rec); err != nil {
 		return err
 	}
-	if err := a.book.Unhold(ctx, rec); err != nil {
-		a.log.Warn("decided handoff still listed as pending", "record_id", rec.ID, "error", err.Error())
+	if err := a.o.Book.Unhold(ctx, rec); err != nil {
+		a.o.Log.Warn("decided handoff still listed as pending", "record_id", rec.ID, "error", err.Error())
 	}
 	a.m.decided(rec)
-	a.log.Info("held handoff "+rec.Approval.Decision, "record_id", rec.ID, "edge", rec.Edge(),
+	a.o.Log.Info("held handoff "+rec.Approval.Decision, "record_id", rec.ID, "edge", rec.Edge(),
 		"by", rec.Approval.By, "reason", rec.Approval.Reason)
 	return nil
 }
@@ -437,10 +431,10 @@ func (a *approvals) settle(ctx context.Context, rec *record.Record) error {
 // expire ends the holds that passed their expiry undecided (sending the
 // same handoff again holds it anew), and sends those an approver approved
 // whose Baton stopped before sending them.
-func (a *approvals) expire(ctx context.Context) {
-	due, err := a.book.Due(ctx, a.s.cfg.Agent, time.Now(), 100)
+func (a *Approvals) expire(ctx context.Context) {
+	due, err := a.o.Book.Due(ctx, a.o.Config.Agent, time.Now(), 100)
 	if err != nil {
-		a.log.Warn("approvals: expiry not checked", "error", err.Error())
+		a.o.Log.Warn("approvals: expiry not checked", "error", err.Error())
 		return
 	}
 	for i := range due {
@@ -450,14 +444,14 @@ func (a *approvals) expire(ctx context.Context) {
 			a.resume(ctx, rec)
 			continue
 		case rec.State != record.Held || rec.Approval == nil:
-			if err := a.book.Unhold(ctx, rec); err != nil { // decided, and left listed by a Baton that stopped
-				a.log.Warn("approvals: a decided handoff is still listed", "record_id", rec.ID, "error", err.Error())
+			if err := a.o.Book.Unhold(ctx, rec); err != nil { // decided, and left listed by a Baton that stopped
+				a.o.Log.Warn("approvals: a decided handoff is still listed", "record_id", rec.ID, "error", err.Error())
 			}
 			continue
 		}
 		if err := a.claim(ctx, rec, record.DecisionExpired, "baton"); err != nil {
 			if !errors.Is(err, ErrNotPending) {
-				a.log.Warn("approvals: expiry not claimed", "record_id", rec.ID, "error", err.Error())
+				a.o.Log.Warn("approvals: expiry not claimed", "record_id", rec.ID, "error", err.Error())
 			}
 			continue
 		}
@@ -467,14 +461,14 @@ func (a *approvals) expire(ctx context.Context) {
 		rec.Outcome = "expired undecided"
 		if err := a.settle(ctx, rec); err != nil {
 			a.unclaim(ctx, rec)
-			a.log.Warn("approvals: expiry not recorded", "record_id", rec.ID, "error", err.Error())
+			a.o.Log.Warn("approvals: expiry not recorded", "record_id", rec.ID, "error", err.Error())
 		}
 	}
 }
 
 // sweep sends what was approved and not sent, then expires holds every
 // second until ctx ends.
-func (a *approvals) sweep(ctx context.Context) {
+func (a *Approvals) sweep(ctx context.Context) {
 	a.recover(ctx)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -485,5 +479,17 @@ func (a *approvals) sweep(ctx context.Context) {
 		case <-t.C:
 			a.expire(ctx)
 		}
+	}
+}
+
+// pause waits d unless ctx ends first.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

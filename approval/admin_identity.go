@@ -1,4 +1,4 @@
-package proxy
+package approval
 
 import (
 	"bytes"
@@ -58,15 +58,15 @@ func newApprovers(c *config.Config, env func(string) string, own *trust.Signer) 
 	return a, errors.Join(errs...)
 }
 
-// adminIdentity names who presents token on the admin API: "admin" for
+// Identity names who presents token on the admin API: "admin" for
 // the admin token, an approver's name for its token. ok is false for any
 // other token.
-func (s *Server) adminIdentity(token string) (who string, ok bool) {
-	if s.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AdminToken)) == 1 {
+func (a *Approvals) Identity(token string) (who string, ok bool) {
+	if a.o.Config.AdminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(a.o.Config.AdminToken)) == 1 {
 		return "admin", true
 	}
-	if s.approvers != nil {
-		for tok, name := range s.approvers.tokens {
+	if a.approvers != nil {
+		for tok, name := range a.approvers.tokens {
 			if subtle.ConstantTimeCompare([]byte(token), []byte(tok)) == 1 {
 				return name, true
 			}
@@ -86,24 +86,24 @@ var errNoIdentity = errors.New("no approver identity: send Authorization: Bearer
 // by a bearer token, or by an RFC 9421 signature with an approver's key
 // (whose nonce is then spent). A signature that does not verify is an
 // error, never a fallback to another identity.
-func (s *Server) approverOf(r *http.Request, body []byte) (string, error) {
+func (a *Approvals) approverOf(r *http.Request, body []byte) (string, error) {
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		if who, ok := s.adminIdentity(strings.TrimPrefix(h, "Bearer ")); ok {
+		if who, ok := a.Identity(strings.TrimPrefix(h, "Bearer ")); ok {
 			return who, nil
 		}
 		return "", errors.New("the bearer token is neither the admin token nor an approver's")
 	}
 	if r.Header.Get(trust.HeaderSignature) != "" {
-		if s.approvers == nil || s.approvers.verifier == nil {
+		if a.approvers == nil || a.approvers.verifier == nil {
 			return "", errors.New("the request is signed, and no approver has keys (approvals.approvers[].keys)")
 		}
-		v, err := s.approvers.verifier.Verify(trust.RequestMessage(r, body), time.Now())
+		v, err := a.approvers.verifier.Verify(trust.RequestMessage(r, body), time.Now())
 		if err != nil {
 			return "", fmt.Errorf("signature: %w", err)
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		ok, _, err := s.store.Claim(ctx, "approval-nonce:"+v.KeyID+":"+v.Nonce, []byte{1}, time.Until(v.NonceUntil))
+		ok, _, err := a.o.Store.Claim(ctx, "approval-nonce:"+v.KeyID+":"+v.Nonce, []byte{1}, time.Until(v.NonceUntil))
 		switch {
 		case err != nil:
 			return "", fmt.Errorf("%w: the signature's nonce could not be checked: %w", errNonceStore, err)

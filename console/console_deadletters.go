@@ -1,4 +1,4 @@
-package proxy
+package console
 
 import (
 	"errors"
@@ -8,7 +8,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/records"
 )
 
 // consoleDeadLetterPage is how many dead letters a page lists unless the
@@ -31,19 +33,19 @@ type consoleDeadLettersView struct {
 	RecordsOff bool
 }
 
-func (s *Server) consoleDeadLetters(w http.ResponseWriter, r *http.Request) {
+func (con *Console) consoleDeadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	offset, err1 := atoiDefault(q.Get("offset"), 0)
-	limit, err2 := atoiDefault(q.Get("limit"), consoleDeadLetterPage)
+	offset, err1 := atoi(q.Get("offset"), 0)
+	limit, err2 := atoi(q.Get("limit"), consoleDeadLetterPage)
 	if err1 != nil || err2 != nil || offset < 0 || limit < 1 || limit > consoleDeadLetterMax {
-		s.consoleError(w, r, http.StatusBadRequest, "Bad request",
+		con.consoleError(w, r, http.StatusBadRequest, "Bad request",
 			fmt.Sprintf("offset must be >= 0 and limit between 1 and %d.", consoleDeadLetterMax))
 		return
 	}
-	v := consoleDeadLettersView{Offset: offset, Limit: limit, Prev: -1, Next: -1, RecordsOff: !s.book.Enabled()}
-	recs, total, err := s.book.DeadLetters(r.Context(), record.AgentDeadLetters(s.cfg.Agent), offset, limit)
+	v := consoleDeadLettersView{Offset: offset, Limit: limit, Prev: -1, Next: -1, RecordsOff: !con.o.Book.Enabled()}
+	recs, total, err := con.o.Book.DeadLetters(r.Context(), record.AgentDeadLetters(con.o.Config.Agent), offset, limit)
 	if err != nil {
-		s.consoleStoreError(w, r, err, "dead letters")
+		con.consoleStoreError(w, r, err, "dead letters")
 		return
 	}
 	v.Records, v.Total = recs, total
@@ -56,7 +58,7 @@ func (s *Server) consoleDeadLetters(w http.ResponseWriter, r *http.Request) {
 	if int64(offset+limit) < total {
 		v.Next = offset + limit
 	}
-	s.consoleRender(w, r, http.StatusOK, "deadletters.html", "deadletters", v)
+	con.consoleRender(w, r, http.StatusOK, "deadletters.html", "deadletters", v)
 }
 
 // consoleBack is the dead-letter page an action came from: its form's
@@ -73,65 +75,70 @@ func consoleBack(r *http.Request) string {
 
 // consoleReplay replays a dead letter (Server.Replay, as POST
 // /v1/deadletters/{id}/replay does) and says what happened.
-func (s *Server) consoleReplay(w http.ResponseWriter, r *http.Request) {
+func (con *Console) consoleReplay(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	res, err := s.Replay(r.Context(), id)
+	res, err := con.o.DeadLetters.Replay(r.Context(), id)
 	switch {
 	case err != nil:
-		s.consoleFlash(w, r, consoleBack(r), false, "Replay of "+id+" refused: "+s.consoleActionError(err))
+		con.consoleFlash(w, r, consoleBack(r), false, "Replay of "+id+" refused: "+con.consoleActionError(err))
 	case res.Error != "":
 		status := ""
 		if res.Status != 0 {
 			status = fmt.Sprintf(" (status %d)", res.Status)
 		}
-		s.consoleFlash(w, r, consoleBack(r), false,
+		con.consoleFlash(w, r, consoleBack(r), false,
 			fmt.Sprintf("Replay of %s failed again%s: %s. It is %s.", id, status, res.Error, res.Record.State))
 	default:
-		s.log.Info("console: dead letter replayed", "record_id", id, "status", res.Status, "by", s.consoleWho(r))
-		s.consoleFlash(w, r, consoleBack(r), true,
+		con.o.Log.Info("console: dead letter replayed", "record_id", id, "status", res.Status, "by", con.consoleWho(r))
+		con.consoleFlash(w, r, consoleBack(r), true,
 			fmt.Sprintf("Replayed %s: %s, status %d.", id, res.Record.State, res.Status))
 	}
 }
 
 // consoleDrop takes a dead letter off the lists (as DELETE
 // /v1/deadletters/{id} does); its record stays in its trace.
-func (s *Server) consoleDrop(w http.ResponseWriter, r *http.Request) {
+func (con *Console) consoleDrop(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	rec, err := s.book.Get(r.Context(), id)
+	rec, err := con.o.Book.Get(r.Context(), id)
 	if err == nil {
-		err = s.owned(rec)
-	}
-	if err == nil && rec.State != record.Dead {
-		err = fmt.Errorf("%w: %s is %s", ErrNotDead, id, rec.State)
+		err = records.Owned(con.o.Config.Agent, rec)
 	}
 	if err == nil {
-		err = s.book.Undead(r.Context(), rec)
+		err = con.o.DeadLetters.Drop(r, rec, con.consoleWho(r))
 	}
 	if err != nil {
-		s.consoleFlash(w, r, consoleBack(r), false, "Drop of "+id+" refused: "+s.consoleActionError(err))
+		con.consoleFlash(w, r, consoleBack(r), false, "Drop of "+id+" refused: "+con.consoleActionError(err))
 		return
 	}
-	s.log.Info("console: dead letter dropped", "record_id", id, "by", s.consoleWho(r))
-	s.dropped(r.Context(), rec, s.consoleWho(r))
-	s.consoleFlash(w, r, consoleBack(r), true,
+	con.o.Log.Info("console: dead letter dropped", "record_id", id, "by", con.consoleWho(r))
+	con.consoleFlash(w, r, consoleBack(r), true,
 		"Dropped "+id+": it is no longer listed; its record stays in trace "+rec.TraceID+".")
 }
 
 // consoleActionError says why an action on a record failed.
-func (s *Server) consoleActionError(err error) string {
-	var other *NotOwnerError
+func (con *Console) consoleActionError(err error) string {
+	var other *records.NotOwnerError
 	switch {
-	case errors.As(err, &other), errors.Is(err, ErrNotDead), errors.Is(err, ErrNotReplayable), errors.Is(err, ErrUnknownPeer):
+	case errors.As(err, &other), errors.Is(err, deadletter.ErrNotDead), errors.Is(err, deadletter.ErrNotReplayable),
+		errors.Is(err, record.ErrUnknownPeer), errors.Is(err, deadletter.ErrAbandoned):
 		return err.Error()
 	case errors.Is(err, record.ErrNotFound):
 		return "no such record (unknown, or past retention)"
 	}
-	s.log.Warn("console: store error", "error", err.Error())
+	con.o.Log.Warn("console: store error", "error", err.Error())
 	return "the state store does not answer; try again in a moment"
 }
 
 // consoleWho names who makes a signed-in console request, for the log.
-func (s *Server) consoleWho(r *http.Request) string {
-	who, _ := s.consoleIdentity(r)
+func (con *Console) consoleWho(r *http.Request) string {
+	who, _ := con.consoleIdentity(r)
 	return who
+}
+
+// atoi reads a number of the query, def when it is absent.
+func atoi(s string, def int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	return strconv.Atoi(s)
 }

@@ -1,11 +1,11 @@
-package proxy
+package console
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/batonproxy/baton/edgehealth"
@@ -31,18 +31,18 @@ type consoleEdgeCount struct {
 	DeadLetters int64
 }
 
-func (s *Server) consoleOverview(w http.ResponseWriter, r *http.Request) {
-	v := consoleOverviewView{RecordsOff: !s.book.Enabled()}
-	snap, err := s.consoleHealth(r.Context())
+func (con *Console) consoleOverview(w http.ResponseWriter, r *http.Request) {
+	v := consoleOverviewView{RecordsOff: !con.o.Book.Enabled()}
+	snap, err := con.consoleHealth(r.Context())
 	switch {
 	case err != nil:
-		s.log.Warn("console: reading metrics", "error", err.Error())
+		con.o.Log.Warn("console: reading metrics", "error", err.Error())
 		v.MetricsErr = err.Error()
 	case snap == nil:
 		v.MetricsOff = true
 	default:
 		if snap.Started.IsZero() {
-			snap.Started = s.con.started
+			snap.Started = con.started
 		}
 		v.Rows, _ = edgehealth.Rows(nil, snap)
 		up := snap.At.Sub(snap.Started)
@@ -55,35 +55,31 @@ func (s *Server) consoleOverview(w http.ResponseWriter, r *http.Request) {
 	if !v.RecordsOff {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		n, err := s.book.DeadLetterCount(ctx, record.AgentDeadLetters(s.cfg.Agent))
+		n, err := con.o.Book.DeadLetterCount(ctx, record.AgentDeadLetters(con.o.Config.Agent))
 		v.DeadLetters = n
-		peers := make([]string, 0, len(s.edges))
-		for name := range s.edges {
-			peers = append(peers, name)
-		}
-		sort.Strings(peers)
+		peers := slices.Sorted(slices.Values(con.o.Peers))
 		for _, p := range peers {
 			if err != nil {
 				break
 			}
-			edge := s.cfg.Agent + "→" + p
+			edge := con.o.Config.Agent + "→" + p
 			var c int64
-			c, err = s.book.DeadLetterCount(ctx, record.EdgeDeadLetters(edge))
+			c, err = con.o.Book.DeadLetterCount(ctx, record.EdgeDeadLetters(edge))
 			v.Edges = append(v.Edges, consoleEdgeCount{Edge: edge, DeadLetters: c})
 		}
 		if err != nil {
-			s.log.Warn("console: counting dead letters", "error", err.Error())
+			con.o.Log.Warn("console: counting dead letters", "error", err.Error())
 			v.StoreErr, v.Edges = true, nil
 			status = http.StatusServiceUnavailable
 		}
 	}
-	s.consoleRender(w, r, status, "overview.html", "overview", v)
+	con.consoleRender(w, r, status, "overview.html", "overview", v)
 }
 
 // consoleHealth reads this Baton's metrics as its GET /metrics serves them
 // (in process, no request on the network): nil when it serves none.
-func (s *Server) consoleHealth(ctx context.Context) (*edgehealth.Snapshot, error) {
-	h := s.sm.handler
+func (con *Console) consoleHealth(ctx context.Context) (*edgehealth.Snapshot, error) {
+	h := con.o.Metrics
 	if h == nil {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package proxy
+package approval
 
 import (
 	"encoding/json"
@@ -12,9 +12,10 @@ import (
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/records"
 )
 
-// approvalRoutes serves the approvals on the admin listener:
+// The approvals on the admin listener (sidecar/routes.go lists them):
 //
 //	GET  /v1/approvals?offset=&limit=    this agent's pending approvals, soonest to expire first
 //	GET  /v1/approvals/{id}              one approval (any state) with its checkpoint
@@ -24,20 +25,28 @@ import (
 // Reading needs what the rest of the admin API needs (the admin token, when
 // one is set) or an approver's token; deciding needs an approver identity
 // (docs/gates.md), and the agent's own identity is refused.
-func (s *Server) approvalRoutes(r chi.Router) {
-	r.Get("/v1/approvals", s.readApprovals(s.listApprovals))
-	r.Get("/v1/approvals/{id}", s.readApprovals(s.getApproval))
-	r.Post("/v1/approvals/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.decideHTTP(w, r, true) })
-	r.Post("/v1/approvals/{id}/deny", func(w http.ResponseWriter, r *http.Request) { s.decideHTTP(w, r, false) })
+
+// List serves GET /v1/approvals.
+func (a *Approvals) List(w http.ResponseWriter, r *http.Request) {
+	a.readApprovals(a.listApprovals)(w, r)
 }
+
+// Get serves GET /v1/approvals/{id}.
+func (a *Approvals) Get(w http.ResponseWriter, r *http.Request) { a.readApprovals(a.getApproval)(w, r) }
+
+// Approve serves POST /v1/approvals/{id}/approve.
+func (a *Approvals) Approve(w http.ResponseWriter, r *http.Request) { a.decideHTTP(w, r, true) }
+
+// Deny serves POST /v1/approvals/{id}/deny.
+func (a *Approvals) Deny(w http.ResponseWriter, r *http.Request) { a.decideHTTP(w, r, false) }
 
 // readApprovals lets a reader through: anyone when the admin API is open,
 // else the admin or an approver.
-func (s *Server) readApprovals(h http.HandlerFunc) http.HandlerFunc {
+func (a *Approvals) readApprovals(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.AdminToken != "" {
+		if a.o.Config.AdminToken != "" {
 			tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if _, ok := s.adminIdentity(tok); !ok {
+			if _, ok := a.Identity(tok); !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="baton-admin"`)
 				problem.Write(w, r, problem.Unauthorized, "the approvals API needs Authorization: Bearer <admin or approver token>")
 				return
@@ -55,14 +64,14 @@ type PendingPage struct {
 	Records []record.Record `json:"records"`
 }
 
-func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
-	offset, limit, ok := pageOf(w, r)
+func (a *Approvals) listApprovals(w http.ResponseWriter, r *http.Request) {
+	offset, limit, ok := records.Page(w, r)
 	if !ok {
 		return
 	}
-	recs, total, err := s.book.Pending(r.Context(), s.cfg.Agent, offset, limit)
+	recs, total, err := a.o.Book.Pending(r.Context(), a.o.Config.Agent, offset, limit)
 	if err != nil {
-		s.storeProblem(w, r, err)
+		records.StoreProblem(w, r, a.o.Log, err)
 		return
 	}
 	for i := range recs {
@@ -71,11 +80,11 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 			redactCredentials(&recs[i])
 		}
 	}
-	writeJSON(w, http.StatusOK, PendingPage{Total: total, Offset: offset, Limit: limit, Records: recs})
+	records.WriteJSON(w, http.StatusOK, PendingPage{Total: total, Offset: offset, Limit: limit, Records: recs})
 }
 
-func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
-	rec, ok := s.ownedRecord(w, r)
+func (a *Approvals) getApproval(w http.ResponseWriter, r *http.Request) {
+	rec, ok := a.ownedRecord(w, r)
 	if !ok {
 		return
 	}
@@ -84,10 +93,10 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if who, _ := s.adminIdentity(tok); who != "admin" {
+	if who, _ := a.Identity(tok); who != "admin" {
 		redactCredentials(rec)
 	}
-	writeJSON(w, http.StatusOK, rec)
+	records.WriteJSON(w, http.StatusOK, rec)
 }
 
 // credentialHeaders are the checkpoint's headers an approver never reads:
@@ -113,15 +122,15 @@ type DecisionRequest struct {
 	Reason string `json:"reason"`
 }
 
-func (s *Server) decideHTTP(w http.ResponseWriter, r *http.Request, approve bool) {
+func (a *Approvals) decideHTTP(w http.ResponseWriter, r *http.Request, approve bool) {
 	body, err := readBody(r)
 	if err != nil {
 		problem.Write(w, r, problem.BadRequest, "reading the body: "+err.Error())
 		return
 	}
-	who, err := s.approverOf(r, body)
+	who, err := a.approverOf(r, body)
 	if errors.Is(err, errNonceStore) {
-		s.storeProblem(w, r, err)
+		records.StoreProblem(w, r, a.o.Log, err)
 		return
 	}
 	if err != nil {
@@ -140,16 +149,16 @@ func (s *Server) decideHTTP(w http.ResponseWriter, r *http.Request, approve bool
 		problem.Write(w, r, problem.BadRequest, "a denial needs a reason: the agent is told it")
 		return
 	}
-	res, err := s.Decide(r.Context(), chi.URLParam(r, "id"), who, approve, d.Reason)
+	res, err := a.Decide(r.Context(), chi.URLParam(r, "id"), who, approve, d.Reason)
 	if err != nil {
-		s.decisionProblem(w, r, err)
+		a.decisionProblem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	records.WriteJSON(w, http.StatusOK, res)
 }
 
 // decisionProblem answers a refused decision.
-func (s *Server) decisionProblem(w http.ResponseWriter, r *http.Request, err error) {
+func (a *Approvals) decisionProblem(w http.ResponseWriter, r *http.Request, err error) {
 	var np *NotPendingError
 	switch {
 	case errors.Is(err, ErrSelfApproval):
@@ -165,36 +174,36 @@ func (s *Server) decisionProblem(w http.ResponseWriter, r *http.Request, err err
 	case errors.Is(err, ErrNotHeld):
 		problem.Write(w, r, problem.NotFound, err.Error())
 	default:
-		s.recordProblem(w, r, err)
+		a.recordProblem(w, r, err)
 	}
 }
 
-// agentApprovals serves the agent's side on the egress listener: GET
-// ApprovalPathPrefix+ID answers where its held handoff stands (202 while
+// Poll serves the agent's side on the egress listener: GET
+// PathPrefix+ID answers where its held handoff stands (202 while
 // held, then the peer's answer, or the denial or expiry as a problem).
 // Any other method there is the agent trying to decide its own handoff,
 // refused.
-func (s *Server) agentApprovals(w http.ResponseWriter, r *http.Request) {
-	rest := strings.TrimPrefix(r.URL.Path, ApprovalPathPrefix)
+func (a *Approvals) Poll(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, PathPrefix)
 	id, action, _ := strings.Cut(rest, "/")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		problem.Write(w, r, problem.SelfApproval, "an agent cannot decide its own handoffs; approvers decide them on the admin API or the console")
 		return
 	}
 	if action != "" {
-		problem.Write(w, r, problem.NotFound, "no such approval resource: GET "+ApprovalPathPrefix+"{id}")
+		problem.Write(w, r, problem.NotFound, "no such approval resource: GET "+PathPrefix+"{id}")
 		return
 	}
-	rec, err := s.book.Get(r.Context(), id)
+	rec, err := a.o.Book.Get(r.Context(), id)
 	switch {
-	case errors.Is(err, record.ErrNotFound) || (err == nil && (rec.Approval == nil || rec.From != s.cfg.Agent)):
+	case errors.Is(err, record.ErrNotFound) || (err == nil && (rec.Approval == nil || rec.From != a.o.Config.Agent)):
 		problem.Write(w, r, problem.NotFound, "no approval "+id+" of this agent (unknown, or past retention)")
 		return
 	case err != nil:
-		s.storeProblem(w, r, err)
+		records.StoreProblem(w, r, a.o.Log, err)
 		return
 	}
-	resp := s.approvals.answer(r, nil, rec)
+	resp := a.answer(r, nil, rec)
 	defer resp.Body.Close()
 	for k, v := range resp.Header {
 		w.Header()[k] = v
@@ -207,7 +216,7 @@ func (s *Server) agentApprovals(w http.ResponseWriter, r *http.Request) {
 
 // taskRead answers the agent's A2A task read (GetTask, tasks/get) of a task
 // that is one of its approvals on this edge; nil for any other request.
-func (a *approvals) taskRead(req *http.Request, in *middleware.Info, peer string) *http.Response {
+func (a *Approvals) taskRead(req *http.Request, in *middleware.Info, peer string) *http.Response {
 	if !isA2AGet(in) || !in.Buffered {
 		return nil
 	}
@@ -227,10 +236,34 @@ func (a *approvals) taskRead(req *http.Request, in *middleware.Info, peer string
 	if record.TraceOf(id) == "" {
 		return nil
 	}
-	rec, err := a.book.Get(req.Context(), id)
-	if err != nil || rec.Approval == nil || rec.From != a.s.cfg.Agent || rec.To != peer {
+	rec, err := a.o.Book.Get(req.Context(), id)
+	if err != nil || rec.Approval == nil || rec.From != a.o.Config.Agent || rec.To != peer {
 		return nil
 	}
 	in.Call.Settle(middleware.CallAnswered)
 	return a.answer(req, in, rec)
+}
+
+// ownedRecord reads the record of the path's {id}, one of this agent's own
+// handoffs, answering the problem when it cannot.
+func (a *Approvals) ownedRecord(w http.ResponseWriter, r *http.Request) (*record.Record, bool) {
+	rec, err := a.o.Book.Get(r.Context(), chi.URLParam(r, "id"))
+	if err == nil {
+		err = records.Owned(a.o.Config.Agent, rec)
+	}
+	if err != nil {
+		a.recordProblem(w, r, err)
+		return nil, false
+	}
+	return rec, true
+}
+
+// recordProblem answers a failed read of, or action on, a record.
+func (a *Approvals) recordProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var other *records.NotOwnerError
+	if errors.As(err, &other) {
+		problem.New(r, problem.NotThisAgent, err.Error()).With("owner", other.Owner).Write(w)
+		return
+	}
+	records.StoreProblem(w, r, a.o.Log, err)
 }
