@@ -16,4 +16,7 @@
 //
 // The contract, the completeness formula and the modes are described in
 // docs/envelope.md.
+//
+// It uses nothing of Baton's but handoff/tokens; every other package may
+// use it.
 package handoff

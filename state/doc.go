@@ -41,4 +41,6 @@
 //
 // The Redis store needs Redis 7.0 or later: Claim is a single
 // "SET key val NX PX ttl GET", which older servers reject.
+//
+// It uses config only; every other package of Baton may use it.
 package state

@@ -62,4 +62,6 @@
 // ParseJWKS reads with the standard library, from a JWKSFile or a
 // JWKSURL), or none. The edge's Policy rule admits only such a Caller, and
 // gives an anonymous one the untrusted posture unless configured.
+//
+// It uses config and state; the request path and the capabilities use it.
 package trust

@@ -10,6 +10,9 @@
 // receipt. Each write appends a snapshot to the trace's hash chain, so an
 // edited or deleted record is detectable (Verify). A Book stores and reads
 // records through the state store.
+//
+// It owns the records' store keys and their hash chains. It uses state;
+// the request path writes records, the capabilities read and act on them.
 package record
 
 import (
