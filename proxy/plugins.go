@@ -54,6 +54,9 @@ type Parts struct {
 	EgressAddr func() string
 	// Metrics serves this Baton's metrics (GET /metrics), or is nil.
 	Metrics http.Handler
+	// Taint labels untrusted content (docs/untrusted.md); RememberRead
+	// remembers what the agent read from an untrusted source.
+	Taint *middleware.Taint
 }
 
 // Plugins are the capabilities plugged into the request path. A nil field
@@ -64,6 +67,15 @@ type Plugins struct {
 	// before it leaves (binding a session it opened).
 	MCPSessions   middleware.MCPSessions
 	IngressAnswer func(resp *http.Response)
+
+	// ContextOut shapes a handoff's context on its way out (package
+	// contextref: artifacts passed by reference, the edge's token budget
+	// and field policy). It sits in the egress chain after the
+	// untrusted-content labels and before the envelope contract.
+	// ContextIn gives the agent referenced content as its inbound edge
+	// delivers it; it sits in the ingress chain after the MCP rules and
+	// before the envelope contract.
+	ContextOut, ContextIn func(http.Handler) http.Handler
 
 	// Gate is asked, by the edge to a peer, whether to hold a handoff for
 	// a person's decision (package approval). Nil: no edge holds.
@@ -84,7 +96,8 @@ type Plugins struct {
 	Admin func(r chi.Router)
 	// AgentPaths serve the agent on the egress listener: an origin-form
 	// request whose path starts with a key goes to its handler instead of
-	// the egress chain.
+	// the egress chain (a handler may still pass it on, through
+	// Parts.Egress). The keys must not be prefixes of one another.
 	AgentPaths map[string]http.Handler
 }
 
@@ -103,6 +116,15 @@ type DeadLetters interface {
 	Dead(rec *record.Record)
 	// Delivered: rec's handoff was answered.
 	Delivered(rec *record.Record)
+}
+
+// orPass returns mw, or when a capability plugs nothing there, a
+// middleware that adds nothing to the chain.
+func orPass(mw func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	if mw != nil {
+		return mw
+	}
+	return func(next http.Handler) http.Handler { return next }
 }
 
 // plugged returns what Options.Plug makes of parts (nothing plugged when

@@ -69,12 +69,9 @@ type Server struct {
 	tp       *transparent     // nil unless intercept.mode is transparent
 	plug     Plugins          // the capabilities plugged in (plugins.go)
 
-	hs   *handlings              // inbound handoffs being handled (handlings.go)
-	refs *middleware.ContextRefs // context by reference (context.go)
-	ctxm *contextMetrics
+	hs *handlings // inbound handoffs being handled (handlings.go)
 
 	egressChain http.Handler // the egress chain, for Baton's own handoffs (Parts.Egress)
-	taint       *middleware.Taint
 	tlsSrc      *mtls.Source // mutual TLS between Batons (tls.go); nil: none
 	// callerRuns fetch the JWK Sets of callers edges (callers.go).
 	callerRuns []func(context.Context)
@@ -144,22 +141,22 @@ func New(o Options) (*Server, error) {
 	hs, grants := newHandlings(hopTTL), newGrantBook(hopTTL)
 	hs.warn = &untiedWarner{log: o.Logger}
 	s.hs = hs
+	tainted := middleware.NewTaint(middleware.TaintOptions{
+		Store: o.Store, Agent: c.Agent, Config: c.Taint, Log: o.Logger,
+		Modes: func(in *middleware.Info) (string, string) {
+			e, _ := c.InEdge(in.From)
+			return e.UntrustedMode()
+		},
+		UntrustedResults: untrustedResults(c),
+	})
 	plug, err := o.plugged(&Parts{Config: c, Store: o.Store, Book: s.book, Log: o.Logger, Meters: o.MeterProvider,
 		Env: env, Handlings: hs, Background: s.background, Signer: ts.signer, Resend: s.Resend,
 		BreakerOpen: s.breakerOpen, Egress: func() http.Handler { return s.egressChain }, EgressAddr: s.EgressAddr,
-		Metrics: o.Metrics})
+		Metrics: o.Metrics, Taint: tainted})
 	if err != nil {
 		return nil, err
 	}
 	s.plug = plug
-	if s.ctxm, err = newContextMetrics(o.MeterProvider); err != nil {
-		return nil, err
-	}
-	s.refs = newContextRefs(c, o.Store, s.ctxm, o, s.onTrace)
-	budgets, err := budgetPolicies(c, o.Logger)
-	if err != nil {
-		return nil, err
-	}
 	jr, err := newJournal(c, o, hs, env, ts.signer)
 	if err != nil {
 		return nil, err
@@ -240,15 +237,6 @@ func New(o Options) (*Server, error) {
 		lines = middleware.NewLineWriter(o.AccessLog, level)
 	}
 	rs := newResolver(c)
-	tainted := middleware.NewTaint(middleware.TaintOptions{
-		Store: o.Store, Agent: c.Agent, Config: c.Taint, Log: o.Logger,
-		Modes: func(in *middleware.Info) (string, string) {
-			e, _ := c.InEdge(in.From)
-			return e.UntrustedMode()
-		},
-		UntrustedResults: untrustedResults(c),
-	})
-	s.taint = tainted
 	eg := chi.Chain(
 		middleware.AccessLogTo(lines, o.Logger, middleware.Egress, c.Agent),
 		middleware.Measure(sm.m),
@@ -270,8 +258,7 @@ func New(o Options) (*Server, error) {
 		// Labels first: content copied from the web is found while it is
 		// still inline, before it may leave by reference.
 		tainted.Egress,
-		s.refs.Egress,
-		middleware.Budget(middleware.BudgetOptions{Policy: budgets, Refs: s.refs, Observe: s.ctxm.observeBudget}),
+		orPass(plug.ContextOut),
 		middleware.Contract(checker, contractOut, o.Logger),
 	).Handler(egressProxy))
 
@@ -295,7 +282,7 @@ func New(o Options) (*Server, error) {
 		middleware.Receipt(s.book),
 		s.tlsIdentity,
 		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: plug.MCPSessions, Log: o.Logger}),
-		s.refs.Ingress,
+		orPass(plug.ContextIn),
 		middleware.Contract(checker, contractIn, o.Logger),
 		tainted.Ingress,
 		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
@@ -303,7 +290,7 @@ func New(o Options) (*Server, error) {
 	).Handler(ingressProxy)
 
 	s.egressChain = eg
-	s.egress = s.httpServer(agentFacing(eg, plug.AgentPaths, s.agentContext), errLog, c.Listen.H2C)
+	s.egress = s.httpServer(agentFacing(eg, plug.AgentPaths), errLog, c.Listen.H2C)
 	s.ingress = s.httpServer(ig, errLog, c.Listen.H2C)
 	s.admin = s.httpServer(s.adminRouter(), errLog, false)
 	return s, nil
@@ -536,8 +523,9 @@ func (s *Server) backgroundLocked(fn func(ctx context.Context)) {
 
 // agentFacing serves Baton's own paths for the agent on the egress listener
 // (origin-form requests under a path the capabilities serve the agent, such
-// as its approvals) and passes everything else to the egress chain.
-func agentFacing(egress http.Handler, paths map[string]http.Handler, refs http.HandlerFunc) http.Handler {
+// as its approvals and referenced content) and passes everything else to
+// the egress chain.
+func agentFacing(egress http.Handler, paths map[string]http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Host == "" {
 			for prefix, h := range paths {
@@ -546,10 +534,6 @@ func agentFacing(egress http.Handler, paths map[string]http.Handler, refs http.H
 					return
 				}
 			}
-		}
-		if r.URL.Host == "" && strings.HasPrefix(r.URL.Path, handoff.ContextPath) && toBaton(r.Host) {
-			refs(w, r)
-			return
 		}
 		egress.ServeHTTP(w, r)
 	})

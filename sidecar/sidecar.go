@@ -18,6 +18,7 @@ import (
 	"github.com/batonproxy/baton/approval"
 	"github.com/batonproxy/baton/compensation"
 	"github.com/batonproxy/baton/console"
+	"github.com/batonproxy/baton/contextref"
 	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/mcpsession"
 	"github.com/batonproxy/baton/proxy"
@@ -42,6 +43,9 @@ type Baton struct {
 	Console *console.Console
 	// MCPSessions knows who opened each session of the agent's MCP server.
 	MCPSessions *mcpsession.Sessions
+	// ContextRefs pass handoffs' artifacts by reference and hold them to
+	// the receivers' token budgets.
+	ContextRefs *contextref.Refs
 }
 
 // New assembles a Baton from o; nothing listens until Start.
@@ -109,6 +113,19 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 	// MCP server (docs/mcp.md).
 	b.MCPSessions = mcpsession.New(c.Agent, p.Store, p.Log)
 	pl.MCPSessions, pl.IngressAnswer = b.MCPSessions, b.MCPSessions.Bind
+
+	// Context by reference and token budgets: large artifacts leave by
+	// reference and are inlined or left for the receiver to read on its
+	// egress listener; an edge's budget and field policy shape what leaves
+	// (docs/context.md). The agent's reads of untrusted content are
+	// remembered for its labels.
+	b.ContextRefs, err = contextref.New(contextref.Options{Config: c, Store: p.Store, Book: p.Book, Log: p.Log,
+		Meters: p.Meters, Handlings: p.Handlings, Labels: p.Taint, Egress: p.Egress})
+	if err != nil {
+		return pl, err
+	}
+	pl.ContextOut, pl.ContextIn = b.ContextRefs.Egress, b.ContextRefs.Ingress
+	pl.AgentPaths[contextref.PathPrefix] = http.HandlerFunc(b.ContextRefs.Serve)
 
 	pl.Admin = b.adminRoutes(c.AdminToken)
 	return pl, nil
