@@ -28,7 +28,6 @@ import (
 // completed, or was resumed, and is never compensated.
 var ErrNotAbandonable = errors.New("the trace has no dead letter standing: it completed or was resumed, and is not compensated")
 
-
 const (
 	abandonPending = "abandon:pending"
 	stepLease      = 2 * time.Minute
