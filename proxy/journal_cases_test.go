@@ -19,6 +19,7 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
@@ -226,7 +227,7 @@ func TestJournalAnswersEachOccurrence(t *testing.T) {
 	g := newJournalRig(t, journalYAML(search.host()), state.NewMemory(config.Memory{MaxEntries: 10000, MaxBytes: 8 << 20}), func(run int, call caller) int {
 		for range 2 {
 			resp, b := call("GET", search.host(), "/search?q=same", "", nil)
-			got[run] = append(got[run], string(b)+" replayed="+resp.Header.Get(proxy.HeaderJournalReplayed))
+			got[run] = append(got[run], string(b)+" replayed="+resp.Header.Get(journal.HeaderReplayed))
 		}
 		return failFirst(run)
 	})
@@ -280,7 +281,7 @@ func TestJournalKeepsSecretsOut(t *testing.T) {
 	if n := model.calls.Load(); n != 1 {
 		t.Fatalf("model called %d times with the same key, want 1", n)
 	}
-	if h := replayed[1]; h.Get("Set-Cookie") != "" || h.Get("X-Request-Id") != "req-1" || h.Get(proxy.HeaderJournalReplayed) != "true" {
+	if h := replayed[1]; h.Get("Set-Cookie") != "" || h.Get("X-Request-Id") != "req-1" || h.Get(journal.HeaderReplayed) != "true" {
 		t.Errorf("replayed answer's headers: %v; want the answer's own without its cookie", h)
 	}
 	token = "Bearer sk-live-second"
@@ -335,10 +336,10 @@ func TestJournalWhatIsNotJournaled(t *testing.T) {
 			for resp.StatusCode >= 409 { // the agent retries
 				resp, b = call("GET", flaky.host(), path, "", nil)
 			}
-			answers = append(answers, fmt.Sprint(path, " ", string(b), " ", resp.Header.Get(proxy.HeaderJournalReplayed)))
+			answers = append(answers, fmt.Sprint(path, " ", string(b), " ", resp.Header.Get(journal.HeaderReplayed)))
 		}
 		resp, _ := call("HEAD", flaky.host(), "/h", "", nil)
-		answers = append(answers, fmt.Sprint("HEAD ", resp.ContentLength, " ", resp.Header.Get(proxy.HeaderJournalReplayed)))
+		answers = append(answers, fmt.Sprint("HEAD ", resp.ContentLength, " ", resp.Header.Get(journal.HeaderReplayed)))
 		call("GET", big.host(), "/big", "", nil)
 		call("GET", big.host(), "/medium", "", nil)
 		return failFirst(run)
@@ -387,7 +388,7 @@ func TestJournalStreamsWhileJournaling(t *testing.T) {
 		}
 		rest, _ := io.ReadAll(br)
 		streams = append(streams, first+string(rest))
-		replayed = append(replayed, resp.Header.Get(proxy.HeaderJournalReplayed))
+		replayed = append(replayed, resp.Header.Get(journal.HeaderReplayed))
 		return failFirst(run)
 	})
 	g.handle("k-4")
@@ -416,7 +417,7 @@ func TestJournalPeerWithoutBaton(t *testing.T) {
 	g := newJournalRig(t, "peers: {legacy: {url: "+legacy.srv.URL+"}}\nedges: [{from: a}, {to: legacy, journal: true}]\n",
 		sharedStore(t)(), func(run int, call caller) int {
 			resp, b := call("POST", "legacy", "/book", `{"seat":"12A"}`, http.Header{"Content-Type": {"application/json"}})
-			got = append(got, fmt.Sprint(resp.StatusCode, " ", string(b), " ", resp.Header.Get(proxy.HeaderJournalReplayed)))
+			got = append(got, fmt.Sprint(resp.StatusCode, " ", string(b), " ", resp.Header.Get(journal.HeaderReplayed)))
 			return failFirst(run)
 		})
 	g.handle("k-5")

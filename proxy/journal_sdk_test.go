@@ -10,7 +10,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/journal"
 )
 
 // TestJournalOpenAIClientStream: an agent using the official OpenAI Go SDK,
@@ -62,7 +62,7 @@ func TestJournalOpenAIClientStream(t *testing.T) {
 		}
 		r.tokens = acc.Usage.TotalTokens
 		if replayed != nil {
-			r.replayed = replayed.Header.Get(proxy.HeaderJournalReplayed)
+			r.replayed = replayed.Header.Get(journal.HeaderReplayed)
 		}
 		runs = append(runs, r)
 		return failFirst(n)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/records"
 )
 
@@ -119,7 +119,7 @@ func (a *plannerAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp.Body.Close()
-	replayed := resp.Header.Get(proxy.HeaderJournalReplayed)
+	replayed := resp.Header.Get(journal.HeaderReplayed)
 
 	resp, err = call("GET", a.search, "/search?q=trip", nil)
 	if err != nil {

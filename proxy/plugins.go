@@ -77,6 +77,13 @@ type Plugins struct {
 	// before the envelope contract.
 	ContextOut, ContextIn func(http.Handler) http.Handler
 
+	// EgressTransport wraps the transport every egress request leaves by,
+	// handoffs and fetches alike (package journal answers repeated calls
+	// from the journal). HandlingEnded is told of each handling the agent
+	// answered.
+	EgressTransport func(next http.RoundTripper) http.RoundTripper
+	HandlingEnded   func(h *middleware.Handling)
+
 	// Gate is asked, by the edge to a peer, whether to hold a handoff for
 	// a person's decision (package approval). Nil: no edge holds.
 	Gate Gate
@@ -134,4 +141,12 @@ func (o Options) plugged(parts *Parts) (Plugins, error) {
 		return Plugins{}, nil
 	}
 	return o.Plug(parts)
+}
+
+// egressTransport is next as the plugged capabilities wrap it.
+func (p Plugins) egressTransport(next http.RoundTripper) http.RoundTripper {
+	if p.EgressTransport == nil {
+		return next
+	}
+	return p.EgressTransport(next)
 }

@@ -157,13 +157,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.plug = plug
-	jr, err := newJournal(c, o, hs, env, ts.signer)
-	if err != nil {
-		return nil, err
-	}
-	if jr != nil {
-		hs.ended = jr.ended
-	}
+	hs.ended = plug.HandlingEnded
 	if s.tlsSrc, err = newTLS(c, o); err != nil {
 		return nil, err
 	}
@@ -189,8 +183,8 @@ func New(o Options) (*Server, error) {
 			// included) and joins the target's base path.
 			pr.SetURL(in.Target)
 		},
-		Transport: journalTransport{j: jr,
-			next: &routedTransport{edges: s.edges, external: memoryBody{measureClient(sm.m, externalTransport, "")}}},
+		Transport: plug.egressTransport(&routedTransport{edges: s.edges,
+			external: memoryBody{measureClient(sm.m, externalTransport, "")}}),
 		ModifyResponse: egressAnswer,
 		BufferPool:     pool,
 		ErrorHandler:   errorHandler,

@@ -20,6 +20,7 @@ import (
 	"github.com/batonproxy/baton/console"
 	"github.com/batonproxy/baton/contextref"
 	"github.com/batonproxy/baton/deadletter"
+	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/mcpsession"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/records"
@@ -41,6 +42,8 @@ type Baton struct {
 	Approvals *approval.Approvals
 	// Console is the operator console.
 	Console *console.Console
+	// Journal answers the agent's repeated calls from their first answers.
+	Journal *journal.Journal
 	// MCPSessions knows who opened each session of the agent's MCP server.
 	MCPSessions *mcpsession.Sessions
 	// ContextRefs pass handoffs' artifacts by reference and hold them to
@@ -108,6 +111,16 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 	b.Console = console.New(console.Options{Config: c, Book: p.Book, Log: p.Log, Metrics: p.Metrics,
 		Peers: slices.Collect(maps.Keys(c.Peers)), Identity: b.Approvals.Identity,
 		DeadLetters: b.DeadLetters, Approvals: b.Approvals, Compensator: b.Compensator})
+
+	// The call journal: at egress, the answers to the agent's calls to
+	// journaled destinations, kept per handling, answer its re-run
+	// (docs/journal.md).
+	b.Journal, err = journal.New(journal.Options{Config: c, Store: p.Store, Log: p.Log, Meters: p.Meters,
+		Env: p.Env, Signer: p.Signer})
+	if err != nil {
+		return pl, err
+	}
+	pl.EgressTransport, pl.HandlingEnded = b.Journal.Transport, b.Journal.HandlingEnded
 
 	// MCP sessions: at ingress, who opened each session of the agent's
 	// MCP server (docs/mcp.md).

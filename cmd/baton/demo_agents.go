@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/handoff"
-	"github.com/batonproxy/baton/proxy"
+	"github.com/batonproxy/baton/journal"
 )
 
 // The demo's agents, and how the demo talks to them and their Batons.
@@ -147,7 +147,7 @@ func (d *demoAgents) askModel(ctx context.Context, tp string, flags []string) (s
 		return "", fmt.Errorf("the model answered %d", resp.StatusCode)
 	}
 	d.mu.Lock()
-	d.modelReplayed = resp.Header.Get(proxy.HeaderJournalReplayed)
+	d.modelReplayed = resp.Header.Get(journal.HeaderReplayed)
 	d.mu.Unlock()
 	return out.Choices[0].Message.Content, nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package journal
 
 import (
 	"bytes"
@@ -111,7 +111,7 @@ func (e *entry) response(r *http.Request) *http.Response {
 	if h == nil {
 		h = http.Header{}
 	}
-	h.Set(HeaderJournalReplayed, "true")
+	h.Set(HeaderReplayed, "true")
 	n := int64(len(e.body))
 	if e.Method == http.MethodHead && e.Length > 0 {
 		n = e.Length

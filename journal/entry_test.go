@@ -1,4 +1,4 @@
-package proxy
+package journal
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestEntryRoundTrip(t *testing.T) {
 		t.Errorf("decoded %+v %+v %q", e.entryMeta, id, e.body)
 	}
 	resp := e.response(httptest.NewRequest("POST", "/v1/chat", nil))
-	if resp.StatusCode != 200 || resp.Header.Get(HeaderJournalReplayed) != "true" || resp.ContentLength != int64(len(body)) {
+	if resp.StatusCode != 200 || resp.Header.Get(HeaderReplayed) != "true" || resp.ContentLength != int64(len(body)) {
 		t.Errorf("response: %d %v %d", resp.StatusCode, resp.Header, resp.ContentLength)
 	}
 }

@@ -1,6 +1,4 @@
-package proxy
-
-// The call journal (docs/journal.md). While the agent handles an inbound
+// Package journal is the call journal (docs/journal.md). While the agent handles an inbound
 // handoff, the answers to its calls to journaled destinations (external
 // hosts in journal.hosts, peers whose outbound edge says journal: true) are
 // appended to that handling's journal in the store, under the handling's
@@ -20,8 +18,14 @@ package proxy
 // The journal fails open: with the store down, or a call it cannot tie to
 // a handling, the call goes out as if there were no journal, and says so
 // (metrics, the receipt). The loads and the per-handling state are in
-// journal_run.go, the copy of an answer on its way to the agent in
-// journal_recorder.go, the stored form and the digest in journal_entry.go.
+// run.go, the copy of an answer on its way to the agent in
+// recorder.go, the stored form and the digest in entry.go.
+//
+// It owns the store keys journal/{agent}/… and the baton.journal.* metrics.
+// The request path runs every egress request through its Transport and
+// tells it when the agent answered a handling (HandlingEnded). It uses
+// middleware, handoff/record, state, trust and config.
+package journal
 
 import (
 	"bytes"
@@ -36,6 +40,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonproxy/baton/config"
@@ -45,8 +50,12 @@ import (
 	"github.com/batonproxy/baton/trust"
 )
 
-// HeaderJournalReplayed marks an answer the call journal gave.
-const HeaderJournalReplayed = "Baton-Journal-Replayed"
+// HeaderReplayed marks an answer the call journal gave.
+const HeaderReplayed = "Baton-Journal-Replayed"
+
+// runsTTL is how long the journal state of a handling the agent answered
+// is kept, as its handling is.
+const runsTTL = 24 * time.Hour
 
 // journalRuns bounds the handlings whose journal state is kept.
 const journalRuns = 1 << 16
@@ -56,11 +65,51 @@ const journalWrite = 2 * time.Second
 
 var attrJournal = attribute.Key("baton.journal")
 
-// journal is one Baton's call journal.
+// Options are what the journal is built from.
+type Options struct {
+	Config *config.Config
+	Store  state.Store
+	Log    *slog.Logger
+	Meters metric.MeterProvider // nil: no metrics
+	Env    func(string) string
+	// Signer is this Baton's identity key, from which the digests' key is
+	// derived when journal.key_env names none (nil: none).
+	Signer *trust.Signer
+}
+
+// Journal is one Baton's call journal.
+type Journal struct {
+	j *journal // nil: nothing is journaled
+}
+
+// New returns the journal o.Config configures; with nothing journaled, its
+// Transport only keeps an answer from claiming to come from a journal.
+func New(o Options) (*Journal, error) {
+	j, err := newJournal(o)
+	if err != nil {
+		return nil, err
+	}
+	return &Journal{j: j}, nil
+}
+
+// Transport answers journaled calls from the journal, and journals the
+// others' answers, in front of next (the egress transport).
+func (jr *Journal) Transport(next http.RoundTripper) http.RoundTripper {
+	return journalTransport{j: jr.j, next: next}
+}
+
+// HandlingEnded lets go of the entries of h's journal once no call of it
+// is in flight: the agent answered.
+func (jr *Journal) HandlingEnded(h *middleware.Handling) {
+	if jr.j != nil {
+		jr.j.ended(h)
+	}
+}
+
+// journal is the state of a Baton whose configuration journals calls.
 type journal struct {
 	store       state.Store
 	agent       string
-	hs          middleware.Handlings
 	dig         digester
 	hosts       []string // journal.hosts, lowercased
 	edges       map[string]bool
@@ -73,27 +122,28 @@ type journal struct {
 	runs        *state.FIFO[*run]
 }
 
-// newJournal builds the journal c configures, or returns nil when nothing
-// is journaled. signer is the identity key's, or nil.
-func newJournal(c *config.Config, o Options, hs middleware.Handlings, env func(string) string, signer *trust.Signer) (*journal, error) {
+// newJournal builds the journal o.Config configures, or returns nil when
+// nothing is journaled.
+func newJournal(o Options) (*journal, error) {
+	c := o.Config
 	if !c.JournalOn() {
 		return nil, nil
 	}
-	key, err := journalKey(c, env, signer, o.Logger)
+	key, err := journalKey(c, o.Env, o.Signer, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	m, err := newJournalMetrics(o.MeterProvider)
+	m, err := newJournalMetrics(o.Meters)
 	if err != nil {
 		return nil, err
 	}
 	if c.Store.Redis == nil {
-		o.Logger.Warn("journal: on the memory store, journals share its bounds with dedupe windows and records and do not outlive the process; use Redis")
+		o.Log.Warn("journal: on the memory store, journals share its bounds with dedupe windows and records and do not outlive the process; use Redis")
 	}
-	j := &journal{store: o.Store, agent: c.Agent, hs: hs, dig: digester{key: key, vary: c.Journal.Vary},
+	j := &journal{store: o.Store, agent: c.Agent, dig: digester{key: key, vary: c.Journal.Vary},
 		edges: map[string]bool{}, retention: c.Journal.Retention.D(), maxEntry: c.Journal.MaxEntryBytes,
 		maxHandling: c.Journal.MaxHandlingBytes, maxBody: max(c.Records.MaxBodyBytes, c.Journal.MaxEntryBytes),
-		log: o.Logger, m: m, runs: state.NewFIFO[*run](journalRuns, hopTTL)}
+		log: o.Log, m: m, runs: state.NewFIFO[*run](journalRuns, runsTTL)}
 	for _, h := range c.Journal.Hosts {
 		j.hosts = append(j.hosts, strings.ToLower(h))
 	}
@@ -112,7 +162,7 @@ func journalKey(c *config.Config, env func(string) string, signer *trust.Signer,
 	if name := c.Journal.KeyEnv; name != "" {
 		v := env(name)
 		if len(v) < config.MinJournalKeyBytes {
-			return nil, fmt.Errorf("proxy: journal.key_env: %s must hold at least %d bytes", name, config.MinJournalKeyBytes)
+			return nil, fmt.Errorf("journal: journal.key_env: %s must hold at least %d bytes", name, config.MinJournalKeyBytes)
 		}
 		return []byte(v), nil
 	}
@@ -167,7 +217,7 @@ func (t journalTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func live(resp *http.Response, err error) (*http.Response, error) {
 	if resp != nil {
-		resp.Header.Del(HeaderJournalReplayed)
+		resp.Header.Del(HeaderReplayed)
 	}
 	return resp, err
 }
