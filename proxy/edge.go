@@ -44,7 +44,6 @@ type edge struct {
 	signer     *trust.Signer // nil: handoffs go unsigned
 	obs        *edgeObs      // metrics and span detail (edge_metrics.go); nil: none
 	// What the capabilities plugged in (plugins.go); nil: none.
-	gate     Gate
 	answered func(rec *record.Record, resp *http.Response)
 	letters  DeadLetters
 	unstored *unstored // dead letters the store refused, stored later
@@ -105,17 +104,28 @@ func withRecord(ctx context.Context, rec *record.Record) context.Context {
 	return context.WithValue(ctx, recordKey{}, rec)
 }
 
+// gatedEdge is an edge behind a confirmation gate (Plugins.Gate): a
+// handoff the gate answers (held, refused, or met with an earlier decision)
+// is not sent. Replays and approved handoffs go to the edge itself.
+type gatedEdge struct {
+	gate Gate
+	e    *edge
+}
+
+func (g gatedEdge) RoundTrip(req *http.Request) (*http.Response, error) {
+	in := middleware.InfoFromContext(req.Context())
+	resp, err := g.gate.Hold(g.e.to, req, in, func() *record.Record { return g.e.newRecord(req, in) })
+	if resp != nil || err != nil {
+		return resp, err
+	}
+	return g.e.RoundTrip(req)
+}
+
 // RoundTrip sends one handoff, or the replay of a dead letter.
 func (e *edge) RoundTrip(req *http.Request) (*http.Response, error) {
 	in := middleware.InfoFromContext(req.Context())
 	rec, replay := req.Context().Value(recordKey{}).(*record.Record)
 	body := []byte(nil)
-	if !replay && e.gate != nil {
-		resp, err := e.gate.Hold(e.to, req, in, func() *record.Record { return e.newRecord(req, in) })
-		if resp != nil || err != nil {
-			return resp, err
-		}
-	}
 	if replay {
 		body = rec.Request.Body
 	} else {

@@ -84,8 +84,9 @@ type Plugins struct {
 	EgressTransport func(next http.RoundTripper) http.RoundTripper
 	HandlingEnded   func(h *middleware.Handling)
 
-	// Gate is asked, by the edge to a peer, whether to hold a handoff for
-	// a person's decision (package approval). Nil: no edge holds.
+	// Gate is asked, in front of the edge to a peer, whether to hold a
+	// handoff for a person's decision (package approval). Nil: no edge
+	// holds.
 	Gate Gate
 	// Answered sees each answer an edge's handoff got, with its record
 	// before it is written (package compensation keeps the side effects it
@@ -108,8 +109,9 @@ type Plugins struct {
 	AgentPaths map[string]http.Handler
 }
 
-// Gate holds an outbound edge's handoffs for a person's decision. The edge
-// to peer asks Hold before it records and sends a handoff (never a replay):
+// Gate holds an outbound edge's handoffs for a person's decision. It sits
+// in front of the edge to peer (gatedEdge): Hold is asked before the edge
+// records and sends a handoff (never a replay, nor an approved handoff):
 // an answer or an error is the handoff's, and nothing is sent; nil and no
 // error send it on. newRecord makes the handoff's record and checkpoint as
 // the edge would.

@@ -168,7 +168,7 @@ func New(o Options) (*Server, error) {
 			onClose = func() { plug.BreakerClosed(name) }
 		}
 		e := newEdge(c, name, s.peerTransportFor(name, peerTransport), s.book, o.Logger, onClose)
-		e.signer, e.gate, e.answered, e.letters, e.unstored = ts.signer, plug.Gate, plug.Answered, plug.DeadLetters, s.unstored
+		e.signer, e.answered, e.letters, e.unstored = ts.signer, plug.Answered, plug.DeadLetters, s.unstored
 		s.edges[name] = e
 	}
 	if err := s.observeEdges(); err != nil {
@@ -183,7 +183,7 @@ func New(o Options) (*Server, error) {
 			// included) and joins the target's base path.
 			pr.SetURL(in.Target)
 		},
-		Transport: plug.egressTransport(&routedTransport{edges: s.edges,
+		Transport: plug.egressTransport(&routedTransport{edges: s.gated(plug.Gate),
 			external: memoryBody{measureClient(sm.m, externalTransport, "")}}),
 		ModifyResponse: egressAnswer,
 		BufferPool:     pool,
@@ -534,9 +534,10 @@ func agentFacing(egress http.Handler, paths map[string]http.Handler) http.Handle
 }
 
 // routedTransport sends handoffs along their peer's edge (records,
-// breaker, retries) and external fetches over the guarded transport.
+// breaker, retries), behind its gate when it has one, and external fetches
+// over the guarded transport.
 type routedTransport struct {
-	edges    map[string]*edge
+	edges    map[string]http.RoundTripper
 	external http.RoundTripper
 }
 
@@ -546,6 +547,19 @@ func (t *routedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return t.external.RoundTrip(r)
 	}
 	return t.edges[in.To].RoundTrip(r)
+}
+
+// gated returns the edges as the egress sends on them: each behind gate,
+// when one is plugged in.
+func (s *Server) gated(gate Gate) map[string]http.RoundTripper {
+	out := make(map[string]http.RoundTripper, len(s.edges))
+	for name, e := range s.edges {
+		out[name] = e
+		if gate != nil {
+			out[name] = gatedEdge{gate: gate, e: e}
+		}
+	}
+	return out
 }
 
 // breakerOpen reports whether the breaker of the edge to peer is open.
