@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/middleware"
@@ -127,16 +126,6 @@ func (g *broadcastSpec) parseMode(v string) error {
 		return errors.New(HeaderBroadcastMode + ": want all, any or quorum=N, got " + strconv.Quote(v))
 	}
 	return nil
-}
-
-// deadlineKey carries a broadcast's deadline to the edges that send its
-// members' handoffs: a member with no answer by then is dead-lettered.
-type deadlineKey struct{}
-
-// handoffDeadline returns the deadline a broadcast set on ctx, if any.
-func handoffDeadline(ctx context.Context) (time.Time, bool) {
-	d, ok := ctx.Value(deadlineKey{}).(time.Time)
-	return d, ok
 }
 
 // broadcaster sends a broadcast's handoffs through the rest of the egress

@@ -45,7 +45,7 @@ type broadcastRun struct {
 // letter, even after the agent has its answer.
 func (b *broadcaster) start(r *http.Request, in *middleware.Info, g *broadcastSpec, next http.Handler) *broadcastRun {
 	run := &broadcastRun{g: g, done: make(chan *memberResult, len(g.Members)), deadline: time.Now().Add(g.Deadline.D())}
-	ctx := context.WithValue(context.WithoutCancel(r.Context()), deadlineKey{}, run.deadline)
+	ctx := middleware.WithDeadline(context.WithoutCancel(r.Context()), run.deadline)
 	conc := g.Concurrency
 	if conc <= 0 || conc > len(g.Members) {
 		conc = len(g.Members)
