@@ -196,8 +196,8 @@ func (e *edge) send(req *http.Request, rec *record.Record, body []byte) attempt 
 	if t := e.retry.Timeout.D(); t > 0 {
 		deadline = time.Now().Add(t)
 	}
-	if d, ok := handoffDeadline(ctx); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d // a broadcast's (broadcast.go)
+	if d, ok := middleware.DeadlineFromContext(ctx); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d // set by what sent it, such as a broadcast (middleware.WithDeadline)
 	}
 	e.budget.request()
 	for try := 0; ; try++ {

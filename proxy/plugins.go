@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/otel/metric"
@@ -57,6 +58,9 @@ type Parts struct {
 	// Taint labels untrusted content (docs/untrusted.md); RememberRead
 	// remembers what the agent read from an untrusted source.
 	Taint *middleware.Taint
+	// Peers are the routes to the configured peers, as destination
+	// resolution has them.
+	Peers PeerRoutes
 }
 
 // Plugins are the capabilities plugged into the request path. A nil field
@@ -83,6 +87,14 @@ type Plugins struct {
 	// answered.
 	EgressTransport func(next http.RoundTripper) http.RoundTripper
 	HandlingEnded   func(h *middleware.Handling)
+
+	// Broadcasts are asked by destination resolution whether an egress
+	// request is a broadcast, to a group or to the peers it lists, and
+	// route one (package broadcast). FanOut sends a routed broadcast to each
+	// member through the rest of the egress chain, each a handoff of its
+	// own; it sits right after the idempotency key. Nil: no broadcasts.
+	Broadcasts Broadcasts
+	FanOut     func(http.Handler) http.Handler
 
 	// Gate is asked, in front of the edge to a peer, whether to hold a
 	// handoff for a person's decision (package approval). Nil: no edge
@@ -117,6 +129,29 @@ type Plugins struct {
 // the edge would.
 type Gate interface {
 	Hold(peer string, req *http.Request, in *middleware.Info, newRecord func() *record.Record) (*http.Response, error)
+}
+
+// Broadcasts are the broadcasts destination resolution asks about. It asks
+// Listed of every egress request before anything else, and IsGroup of a
+// Host that names no peer (on port 80 or none); for either, Route resolves
+// the request instead of it.
+type Broadcasts interface {
+	// Listed reports whether r lists the peers it is broadcast to, which
+	// makes it a broadcast whatever its destination.
+	Listed(r *http.Request) bool
+	// IsGroup reports whether name is a broadcast group.
+	IsGroup(name string) bool
+	// Route resolves r into in as a broadcast to group, or, when group is
+	// empty, to the peers r lists, and passes it on to next; or refuses it.
+	Route(w http.ResponseWriter, r *http.Request, in *middleware.Info, group string, next http.Handler)
+}
+
+// PeerRoutes are the routes destination resolution has to the configured
+// peers.
+type PeerRoutes interface {
+	// PeerRoute returns peer's URL and the hop limit of the edge to it; ok
+	// is false when peer is not a configured peer.
+	PeerRoute(peer string) (target *url.URL, maxHops int, ok bool)
 }
 
 // DeadLetters is told of the edges' outcomes.

@@ -23,7 +23,9 @@ type resolver struct {
 	exact    map[string]bool     // external host:port allowed exactly
 	suffixes []string            // ".example.com:443" for "*.example.com:443"
 	byHost   map[string][]string // peers by their URL's host, for redirected connections
-	groups   map[string]*broadcastSpec
+	// broadcasts are asked whether a request is a broadcast (Plugins);
+	// nil: none is.
+	broadcasts Broadcasts
 }
 
 type peerRoute struct {
@@ -49,7 +51,6 @@ func newResolver(c *config.Config) *resolver {
 		rs.peers[name] = r
 	}
 	rs.byHost = peersByHost(c)
-	rs.groups = groupSpecs(c)
 	for _, a := range c.External.Allow {
 		a = strings.ToLower(a)
 		if strings.HasPrefix(a, "*.") {
@@ -70,8 +71,8 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 			host = r.URL.Host // absolute-form: the agent uses Baton as HTTP_PROXY
 		}
 		name, port := splitHost(host)
-		if _, listed := r.Header[HeaderBroadcast]; listed {
-			rs.adHocBroadcast(w, r, in, next) // broadcast.go
+		if rs.broadcasts != nil && rs.broadcasts.Listed(r) {
+			rs.broadcasts.Route(w, r, in, "", next)
 			return
 		}
 		if dst, ok := intercept.OriginalDstFromContext(r.Context()); ok {
@@ -88,8 +89,8 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if g, ok := rs.groups[name]; ok && (port == "" || port == "80") {
-			rs.toGroup(w, r, in, g, next) // broadcast.go
+		if rs.broadcasts != nil && (port == "" || port == "80") && rs.broadcasts.IsGroup(name) {
+			rs.broadcasts.Route(w, r, in, name, next)
 			return
 		}
 		if port == "" {
@@ -127,6 +128,13 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 		in.Target = &url.URL{Scheme: scheme, Host: hostport}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// PeerRoute returns the route to peer: its URL and the hop limit of the
+// edge to it (Parts.Peers).
+func (rs *resolver) PeerRoute(peer string) (target *url.URL, maxHops int, ok bool) {
+	p, ok := rs.peers[peer]
+	return p.url, p.maxHops, ok
 }
 
 func (rs *resolver) allowed(hostport string) bool {

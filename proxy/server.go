@@ -149,15 +149,17 @@ func New(o Options) (*Server, error) {
 		},
 		UntrustedResults: untrustedResults(c),
 	})
+	rs := newResolver(c)
 	plug, err := o.plugged(&Parts{Config: c, Store: o.Store, Book: s.book, Log: o.Logger, Meters: o.MeterProvider,
 		Env: env, Handlings: hs, Background: s.background, Signer: ts.signer, Resend: s.Resend,
 		BreakerOpen: s.breakerOpen, Egress: func() http.Handler { return s.egressChain }, EgressAddr: s.EgressAddr,
-		Metrics: o.Metrics, Taint: tainted})
+		Metrics: o.Metrics, Taint: tainted, Peers: rs})
 	if err != nil {
 		return nil, err
 	}
 	s.plug = plug
 	hs.ended = plug.HandlingEnded
+	rs.broadcasts = plug.Broadcasts
 	if s.tlsSrc, err = newTLS(c, o); err != nil {
 		return nil, err
 	}
@@ -230,7 +232,6 @@ func New(o Options) (*Server, error) {
 		_ = level.UnmarshalText([]byte(c.LogLevel))
 		lines = middleware.NewLineWriter(o.AccessLog, level)
 	}
-	rs := newResolver(c)
 	eg := chi.Chain(
 		middleware.AccessLogTo(lines, o.Logger, middleware.Egress, c.Agent),
 		middleware.Measure(sm.m),
@@ -241,7 +242,7 @@ func New(o Options) (*Server, error) {
 		middleware.Identity,
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.IdempotencyKey(hs, c.Records.MaxBodyBytes, ts.signer != nil),
-		(&broadcaster{rs: rs, maxBody: c.Limits.MaxBodyBytes}).middleware,
+		orPass(plug.FanOut),
 	).Handler(chi.Chain(
 		middleware.Policy(middleware.PolicyOptions{
 			Policy: ts.policy, Signing: ts.signer != nil, Grants: grants, Log: o.Logger,

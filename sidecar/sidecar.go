@@ -16,6 +16,7 @@ import (
 	"slices"
 
 	"github.com/batonproxy/baton/approval"
+	"github.com/batonproxy/baton/broadcast"
 	"github.com/batonproxy/baton/compensation"
 	"github.com/batonproxy/baton/console"
 	"github.com/batonproxy/baton/contextref"
@@ -49,6 +50,9 @@ type Baton struct {
 	// ContextRefs pass handoffs' artifacts by reference and hold them to
 	// the receivers' token budgets.
 	ContextRefs *contextref.Refs
+	// Broadcaster sends one handoff to the members of a group, or to the
+	// peers a request lists.
+	Broadcaster *broadcast.Broadcaster
 }
 
 // New assembles a Baton from o; nothing listens until Start.
@@ -139,6 +143,13 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 	}
 	pl.ContextOut, pl.ContextIn = b.ContextRefs.Egress, b.ContextRefs.Ingress
 	pl.AgentPaths[contextref.PathPrefix] = http.HandlerFunc(b.ContextRefs.Serve)
+
+	// Broadcast: destination resolution asks it whether a request goes to
+	// a group or to the peers it lists, and it sends each member a handoff
+	// of its own, from right after the idempotency key, to the peers'
+	// routes as resolution has them (docs/broadcast.md).
+	b.Broadcaster = broadcast.New(broadcast.Options{Config: c, Peers: p.Peers})
+	pl.Broadcasts, pl.FanOut = b.Broadcaster, b.Broadcaster.FanOut
 
 	pl.Admin = b.adminRoutes(c.AdminToken)
 	return pl, nil

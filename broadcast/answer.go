@@ -1,136 +1,18 @@
-package proxy
+package broadcast
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/problem"
 )
-
-// memberResult is what one member's handoff came to.
-type memberResult struct {
-	index      int
-	status     int
-	header     http.Header
-	body       []byte
-	omitted    bool // the answer was larger than limits.max_body_bytes
-	record     string
-	deadLetter string
-	delivered  bool
-}
-
-func (m *memberResult) ok() bool { return m.status >= 200 && m.status < 300 }
-
-// broadcastRun is one broadcast in flight.
-type broadcastRun struct {
-	g        *broadcastSpec
-	done     chan *memberResult
-	deadline time.Time
-}
-
-// start sends the broadcast's handoffs, at most g.concurrency at once. They
-// run on a context the agent's leaving does not cancel, bounded by the
-// broadcast's deadline: every member's handoff ends delivered or as a dead
-// letter, even after the agent has its answer.
-func (b *broadcaster) start(r *http.Request, in *middleware.Info, g *broadcastSpec, next http.Handler) *broadcastRun {
-	run := &broadcastRun{g: g, done: make(chan *memberResult, len(g.Members)), deadline: time.Now().Add(g.Deadline.D())}
-	ctx := context.WithValue(context.WithoutCancel(r.Context()), deadlineKey{}, run.deadline)
-	conc := g.Concurrency
-	if conc <= 0 || conc > len(g.Members) {
-		conc = len(g.Members)
-	}
-	// Every member's request is made here, before any is sent: the
-	// broadcast's Info and request are the agent's handler's again once it
-	// has its answer, which may come before the last member is sent.
-	reqs := make([]*http.Request, len(g.Members))
-	for i, m := range g.Members {
-		reqs[i] = b.memberRequest(ctx, r, in, m)
-	}
-	slots := make(chan struct{}, conc)
-	for i, mr := range reqs {
-		go func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			res := b.send(mr, next)
-			res.index = i
-			run.done <- res
-		}()
-	}
-	return run
-}
-
-// memberRequest is the broadcast's request made out to one member, with
-// its own Info and key.
-func (b *broadcaster) memberRequest(ctx context.Context, r *http.Request, in *middleware.Info, member string) *http.Request {
-	p := b.rs.peers[member]
-	key := ""
-	if in.Key != "" {
-		key = middleware.MemberKey(in.Key, member)
-	}
-	mi := in.ForMember(member, p.url, p.maxHops, key)
-	mr := r.Clone(middleware.WithInfo(ctx, mi))
-	mr.Host = member
-	if key != "" {
-		mr.Header[middleware.HeaderIdempotencyKey] = []string{key}
-	}
-	mr.Body, mr.ContentLength = io.NopCloser(bytes.NewReader(in.Body)), int64(len(in.Body))
-	body := in.Body
-	mr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return mr
-}
-
-// send makes the handoff to one member and keeps its answer.
-func (b *broadcaster) send(mr *http.Request, next http.Handler) *memberResult {
-	mi := middleware.InfoFromContext(mr.Context())
-	cw := &captureAnswer{header: http.Header{}, max: b.maxBody}
-	next.ServeHTTP(cw, mr)
-	if cw.status == 0 {
-		cw.status = http.StatusOK
-	}
-	return &memberResult{status: cw.status, header: cw.header, body: cw.body.Bytes(), omitted: cw.omitted,
-		record: mi.RecordID, deadLetter: mi.DeadLetter, delivered: mi.Delivered}
-}
-
-// wait collects the members' results until the broadcast's mode is met,
-// or (modes any and quorum) can no longer be, or every member has answered:
-// mode all always waits for every member, so that its document is whole. A
-// member still running past the deadline (and a little grace for its dead
-// letter) is missed.
-func (run *broadcastRun) wait() []*memberResult {
-	n, need := len(run.g.Members), run.g.needed()
-	got := make([]*memberResult, n)
-	grace := time.NewTimer(time.Until(run.deadline) + 2*time.Second)
-	defer grace.Stop()
-	succeeded, failed := 0, 0
-	for succeeded+failed < n {
-		select {
-		case res := <-run.done:
-			got[res.index] = res
-			if res.ok() {
-				succeeded++
-			} else {
-				failed++
-			}
-		case <-grace.C:
-			return got
-		}
-		if succeeded >= need || (run.g.Mode != config.BroadcastAll && failed > n-need) {
-			return got
-		}
-	}
-	return got
-}
 
 // memberAnswer is one member in the broadcast's answer document.
 type memberAnswer struct {
@@ -146,8 +28,8 @@ type memberAnswer struct {
 	DeadLetter  string          `json:"dead_letter,omitempty"`
 }
 
-// broadcastAnswer is the document the agent gets.
-type broadcastAnswer struct {
+// document is the document the agent gets.
+type document struct {
 	Broadcast string         `json:"broadcast"`
 	Mode      string         `json:"mode"`
 	Quorum    int            `json:"quorum,omitempty"`
@@ -163,8 +45,8 @@ type broadcastAnswer struct {
 // answer writes the broadcast's one answer: 200 with the document when its
 // mode is met, else the problem broadcast-incomplete (502) carrying the same
 // members, with Baton-Dead-Letter naming the first member's dead letter.
-func (b *broadcaster) answer(w http.ResponseWriter, r *http.Request, in *middleware.Info, g *broadcastSpec, got []*memberResult) {
-	doc := broadcastAnswer{Broadcast: g.name, Mode: g.Mode, Quorum: g.Quorum, Key: in.Key}
+func (b *Broadcaster) answer(w http.ResponseWriter, r *http.Request, in *middleware.Info, g *spec, got []*memberResult) {
+	doc := document{Broadcast: g.name, Mode: g.Mode, Quorum: g.Quorum, Key: in.Key}
 	firstDead, pending := "", []string(nil)
 	for i, m := range g.Members {
 		res := got[i]
@@ -261,3 +143,12 @@ func (c *captureAnswer) Write(p []byte) (int, error) {
 
 // Flush is a no-op: the answer goes to the agent whole, in the document.
 func (c *captureAnswer) Flush() {}
+
+// echoKey copies the Idempotency-Key of the broadcast's request onto its
+// answer, as the egress chain does for any handoff's: the agent learns the
+// key to retry the broadcast with.
+func echoKey(answer, request http.Header) {
+	if v := request[middleware.HeaderIdempotencyKey]; len(v) == 1 {
+		answer[middleware.HeaderIdempotencyKey] = v
+	}
+}
