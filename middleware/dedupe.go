@@ -33,7 +33,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -101,7 +100,7 @@ const (
 // the inbound edge from a sender, or nil when the edge has none.
 func Dedupe(store DedupeStore, policy func(from string) *DedupePolicy, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		d := &dedupe{store: store, policy: policy, log: log, next: next}
+		d := &dedupe{store: store, policy: policy, log: log, next: next, kept: newKept(store, log)}
 		return http.HandlerFunc(d.serve)
 	}
 }
@@ -111,13 +110,14 @@ type dedupe struct {
 	policy func(string) *DedupePolicy
 	log    *slog.Logger
 	next   http.Handler
+	kept   *kept // window writes the store did not take (dedupe_kept.go)
 }
 
 func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	in := info(r)
 	pol := d.policy(in.From)
 	if pol == nil || !pol.covers(r.Method) {
-		d.nonceOnly(w, r, in, pol)
+		d.nonceOnly(w, r, in)
 		return
 	}
 	vs := r.Header[HeaderIdempotencyKey]
@@ -128,7 +128,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 				"edge "+in.Edge()+" requires an Idempotency-Key on "+r.Method))
 			return
 		}
-		d.nonceOnly(w, r, in, pol)
+		d.nonceOnly(w, r, in)
 		return
 	}
 	key, err := ParseKey(vs)
@@ -147,6 +147,14 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	fp := fingerprint(r, body, in.RPC)
 	skey := dedupeKey(in.From, in.To, key)
 	pending := encodePending(fp)
+	if final := d.kept.answer(skey); final != nil {
+		// The answer is kept here until the store takes it.
+		if d.nonceSeen(w, r, in) {
+			return
+		}
+		d.duplicate(w, r, in, fp, final)
+		return
+	}
 
 	ops := []state.ClaimOp{{Key: skey, Val: pending, TTL: pol.Lease}}
 	if in.Nonce != nil {
@@ -164,6 +172,17 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		refuseSignature(w, r, ReasonReplayed, "this signature's nonce was seen before: a replayed request")
 		return
+	}
+	if !ok && d.kept.abandoned(skey, cur) {
+		// This process's own claim, that no request holds any more: its
+		// release is kept until the store takes it. Take it over.
+		if ok, err = d.store.Swap(r.Context(), skey, cur, pending, pol.Lease); err != nil {
+			d.storeFailed(w, r, in, pol, err)
+			return
+		}
+		if ok {
+			d.kept.takenOver(skey)
+		}
 	}
 	if !ok {
 		d.duplicate(w, r, in, fp, cur)
@@ -185,26 +204,33 @@ func mcpNotHandoff(r *http.Request, in *Info) bool {
 	return in.RPC != nil && in.RPC.MCP != nil && !in.RPC.MCP.Handoff() && !ambiguousKeys(in.Body)
 }
 
-// nonceOnly claims a signed request's nonce when the window does not cover
-// the request, then delivers it.
-func (d *dedupe) nonceOnly(w http.ResponseWriter, r *http.Request, in *Info, pol *DedupePolicy) {
+// nonceSeen claims a signed request's nonce, and answers the request when
+// the nonce was seen before or cannot be checked.
+func (d *dedupe) nonceSeen(w http.ResponseWriter, r *http.Request, in *Info) bool {
 	if in.Nonce == nil {
-		d.next.ServeHTTP(w, r)
-		return
+		return false
 	}
 	res, err := d.store.ClaimMany(r.Context(), []state.ClaimOp{*in.Nonce})
-	if err != nil {
+	switch {
+	case err != nil:
 		in.Err = err
 		w.Header().Set("Retry-After", "1")
 		MarkRefused(w, problem.StoreUnavailable)
 		problem.Write(w, r, problem.StoreUnavailable, "the signature's nonce cannot be checked; retry later")
-		return
-	}
-	if !res[0].OK {
+		return true
+	case !res[0].OK:
 		refuseSignature(w, r, ReasonReplayed, "this signature's nonce was seen before: a replayed request")
-		return
+		return true
 	}
-	d.next.ServeHTTP(w, r)
+	return false
+}
+
+// nonceOnly claims a signed request's nonce when the window does not cover
+// the request, then delivers it.
+func (d *dedupe) nonceOnly(w http.ResponseWriter, r *http.Request, in *Info) {
+	if !d.nonceSeen(w, r, in) {
+		d.next.ServeHTTP(w, r)
+	}
 }
 
 // storeFailed applies the edge's on_store_error choice.
@@ -325,24 +351,37 @@ func (d *dedupe) renew(ctx context.Context, skey string, pending []byte, lease t
 	return func() { once.Do(func() { close(done) }) }
 }
 
-// settle stores a final response for the window, or releases the claim.
+// settle stores a final response for the window, or releases the claim. A
+// write the store does not take is kept in the process and made once it
+// answers (dedupe_kept.go): the agent's answer is never lost to a store
+// that was down when it came.
 func (d *dedupe) settle(ctx context.Context, in *Info, pol *DedupePolicy, skey string, pending []byte, cw *captureWriter, completed bool) {
 	final := completed && cw.status >= 200 && (pol.ReplayErrors || (cw.status < 500 && !a2aFailure(in, cw)))
+	w := &keptWrite{pending: pending, edge: in.Edge()}
 	var err error
 	if final {
-		var ok bool
-		ok, err = d.store.Swap(ctx, skey, pending, encodeComplete(pending, cw), pol.Window)
-		if err == nil && !ok {
-			err = errors.New("lease lapsed before the response was stored")
+		w.final, w.ttl, w.until = encodeComplete(pending, cw), pol.Window, time.Now().Add(pol.Window)
+		var stored bool
+		stored, err = storeFinal(ctx, d.store, skey, pending, w.final, pol.Window)
+		if err == nil && !stored {
+			d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe answer not stored: the claim lapsed and another request holds its key",
+				slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID))
 		}
 	} else {
 		_, err = d.store.Release(ctx, skey, pending)
 	}
-	if err != nil {
-		d.log.LogAttrs(ctx, slog.LevelError, "dedupe window not updated",
+	if err == nil {
+		return
+	}
+	if d.kept.keep(skey, w) {
+		d.log.LogAttrs(ctx, slog.LevelError, "dedupe window not updated yet: kept in this process, written when the store answers",
 			slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
 			slog.Bool("final", final), slog.String("error", err.Error()))
+		return
 	}
+	d.log.LogAttrs(ctx, slog.LevelError, "dedupe window not updated, and no room to keep the write: a resend may run again",
+		slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
+		slog.Bool("final", final), slog.String("error", err.Error()))
 }
 
 // a2aFailure reports an A2A agent's failure inside an answer the window

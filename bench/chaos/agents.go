@@ -44,6 +44,7 @@ type agents struct {
 
 	mu       sync.Mutex
 	effects  map[string]int            // order → the leaf's side effects
+	bookings map[string][]booking      // order → each of its bookings, to name a duplicate's causes
 	runs     map[string]map[string]int // agent → order → runs answered 2xx
 	lastRuns atomic.Int64
 
@@ -65,7 +66,15 @@ type strayCounts struct {
 }
 
 func newAgents(slow time.Duration) *agents {
-	return &agents{slow: slow, effects: map[string]int{}, runs: map[string]map[string]int{}}
+	return &agents{slow: slow, effects: map[string]int{}, bookings: map[string][]booking{}, runs: map[string]map[string]int{}}
+}
+
+// booking is one side effect of the leaf: when, which run of agent b asked
+// for it, and the trace and key it came with.
+type booking struct {
+	at         time.Time
+	run        int64
+	trace, key string
 }
 
 // startLazy serves agent name on a port of its own; next is the peer it
@@ -202,6 +211,8 @@ func (a *agents) leaf(name string) http.HandlerFunc {
 		a.mu.Lock()
 		a.effects[o.Order]++
 		n := a.effects[o.Order]
+		a.bookings[o.Order] = append(a.bookings[o.Order], booking{at: time.Now(), run: o.Run,
+			trace: r.Header.Get("Traceparent"), key: r.Header.Get("Idempotency-Key")})
 		a.mu.Unlock()
 		a.ran(name, o.Order)
 		w.Header().Set("Content-Type", "application/json")
@@ -229,6 +240,13 @@ func (a *agents) effectsOf() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// bookingsOf returns the leaf's bookings of order id.
+func (a *agents) bookingsOf(id string) []booking {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]booking(nil), a.bookings[id]...)
 }
 
 // runsOf returns the completed runs of agent per order.

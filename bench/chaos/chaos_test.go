@@ -26,7 +26,18 @@ func TestChaosShort(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building baton: %v\n%s", err, out)
 	}
-	dir := t.TempDir()
+	// The Batons' logs outlive a failed run, for reading after it.
+	dir, err := os.MkdirTemp("", "baton-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the Batons' logs are kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -68,6 +68,21 @@ type Stray struct {
 	Delivered int `json:"delivered"` // calls that reached an agent: the run fails
 }
 
+// phaseAt names the phase of the run that t falls in: a fault, the
+// recovery after it, or the resume after the load.
+func (r *Report) phaseAt(t time.Time) string {
+	for _, p := range r.Phases {
+		switch {
+		case t.Before(p.start):
+		case t.Before(p.end):
+			return "during " + p.name
+		case t.Before(p.after):
+			return "after " + p.name
+		}
+	}
+	return "the resume"
+}
+
 // check counts the side effects per order and what became of each order.
 func (r *Report) check(c *cluster, before, after map[string]keyState) {
 	effects := c.agents.effectsOf()
@@ -76,7 +91,11 @@ func (r *Report) check(c *cluster, before, after map[string]keyState) {
 		switch {
 		case n > 1:
 			r.Duplicates++
-			r.note(fmt.Sprintf("order %s booked %d times", id, n))
+			r.note(fmt.Sprintf("order %s booked %d times:", id, n))
+			for _, b := range c.agents.bookingsOf(id) {
+				r.note(fmt.Sprintf("  at %s (%s), run %d of agent b, traceparent %q, idempotency key %q",
+					b.at.Sub(r.Phases[0].start).Round(time.Millisecond), r.phaseAt(b.at), b.run, b.trace, b.key))
+			}
 		case st.completed && n == 0:
 			r.note(fmt.Sprintf("order %s completed without a booking", id))
 			r.Lost++

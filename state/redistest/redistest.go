@@ -46,6 +46,15 @@ func Start(t testing.TB) *Server {
 	return start(t)
 }
 
+// StartDurable is Start with every write appended to disk before it is
+// answered (appendonly, appendfsync always), as a production Redis that
+// keeps a Baton's windows is run: Kill then Restart loses nothing it
+// answered.
+func StartDurable(t testing.TB) *Server {
+	t.Helper()
+	return start(t, "--appendonly", "yes", "--appendfsync", "always")
+}
+
 // StartCluster is Start with cluster mode on: a one-node Redis Cluster that
 // owns every slot, so that cluster clients, hash slots and CROSSSLOT checks
 // can be tested without six processes. The cluster is ready (cluster_state

@@ -1,0 +1,141 @@
+package proxy_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/state/redistest"
+)
+
+// TestDedupeAnswerKeptWhileStoreDown: the agent answers while Redis is
+// down, so its Baton cannot store the answer in the window. The answer is
+// not lost: a resend meanwhile is answered from the process, and once
+// Redis is back the answer is written there, where another Baton sharing
+// the window finds it. The agent runs once.
+func TestDedupeAnswerKeptWhileStoreDown(t *testing.T) {
+	t.Parallel()
+	srv, store := durableRedis(t)
+	var runs atomic.Int64
+	got, answer := make(chan struct{}), make(chan struct{})
+	agent := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			close(got)
+			<-answer
+		}
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"booked":true}`)
+	})
+	p := dedupePair(t, agent, store, "dedupe: {lease: 1s}\n")
+	send := func(addr string) *http.Response {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/book", strings.NewReader(`{"order":1}`))
+		req.Header.Set("Baton-Agent", "analyst")
+		req.Header.Set("Idempotency-Key", "order-1")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+
+	first := make(chan *http.Response, 1)
+	go func() { first <- send(p.b.IngressAddr()) }()
+	<-got
+	srv.Kill()
+	close(answer)
+	if resp := <-first; resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the agent's answer during the outage: %d", resp.StatusCode)
+	}
+	// The lease (1s) lapses while Redis is down; a resend to this Baton is
+	// answered from what it kept.
+	time.Sleep(1200 * time.Millisecond)
+	resp := send(p.b.IngressAddr())
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a resend during the outage: %d %v, want the kept answer replayed", resp.StatusCode, resp.Header)
+	}
+
+	srv.Restart(t)
+	other := startBaton(t, "agent: summarizer\nupstream: http://127.0.0.1:1\n", store)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := send(other.IngressAddr())
+		if resp.StatusCode == http.StatusCreated && resp.Header.Get("Idempotent-Replayed") == "true" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis is back, but another Baton on the window answers %d: the kept answer was not written", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the agent ran %d times, want 1", n)
+	}
+	if !strings.Contains(p.b.log.String(), "kept in this process") {
+		t.Error("the kept write was not logged")
+	}
+}
+
+// TestDedupeReleaseKeptWhileStoreDown: the agent fails while Redis is
+// down, so its Baton cannot release the claim. When Redis is back, the
+// resend is delivered at once, not refused as in flight until the lease
+// lapses.
+func TestDedupeReleaseKeptWhileStoreDown(t *testing.T) {
+	t.Parallel()
+	srv, store := durableRedis(t)
+	var runs atomic.Int64
+	got, answer := make(chan struct{}), make(chan struct{})
+	agent := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			close(got)
+			<-answer
+			http.Error(w, "booking system down", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	p := dedupePair(t, agent, store, "dedupe: {lease: 1m}\n")
+	first := make(chan *http.Response, 1)
+	go func() { first <- post(t, p.b.IngressAddr(), "order-2", `{}`) }()
+	<-got
+	srv.Kill()
+	close(answer)
+	if resp := <-first; resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("the agent's failure: %d", resp.StatusCode)
+	}
+	srv.Restart(t)
+	// The restarted Redis holds the claim (its lease is a minute); the
+	// resend takes it over, or finds it released.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp := post(t, p.b.IngressAddr(), "order-2", `{}`)
+		if resp.StatusCode == http.StatusCreated {
+			break
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("the resend once Redis is back: %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond) // the store's client reconnecting
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("the agent ran %d times, want 2 (failed, then resent)", n)
+	}
+}
+
+// durableRedis is killableRedis with every write on disk before it is
+// answered: Kill then Restart keeps the windows.
+func durableRedis(t *testing.T) (*redistest.Server, state.Store) {
+	t.Helper()
+	srv := redistest.StartDurable(t)
+	store, err := state.NewRedis(config.Redis{URL: srv.URL(), DialTimeout: config.Duration(200 * time.Millisecond),
+		OpTimeout: config.Duration(300 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, store
+}
