@@ -8,7 +8,9 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -353,7 +355,12 @@ func resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// joinPath names key below path; a key with spaces or characters that do
+// not print is quoted, so that a message keeps to one line.
 func joinPath(path, key string) string {
+	if strings.ContainsFunc(key, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		key = strconv.Quote(key)
+	}
 	if path == "" {
 		return key
 	}
