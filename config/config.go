@@ -86,7 +86,17 @@ type Listen struct {
 type Store struct {
 	Redis  *Redis `yaml:"redis"`
 	Memory Memory `yaml:"memory"`
+	// HolderTimeout is how long a Baton's liveness mark in the store
+	// outlives its last renewal (renewed every third of it). The dedupe
+	// window's in-flight claims name the Baton holding them: a Baton that
+	// starts again frees its previous process's claims at once, and one
+	// that dies for good frees them after HolderTimeout, instead of the
+	// lease. Default 3s.
+	HolderTimeout Duration `yaml:"holder_timeout"`
 }
+
+// DefaultHolderTimeout is store.holder_timeout's default.
+const DefaultHolderTimeout = 3 * time.Second
 
 // Redis configures a go-redis UniversalClient. URL covers a single node;
 // Addrs with MasterName selects Sentinel; several Addrs without it, Cluster.
@@ -405,6 +415,7 @@ func (c *Config) ApplyDefaults() {
 	if c.Store.Memory.MaxBytes == 0 {
 		c.Store.Memory.MaxBytes = DefaultMemoryBytes
 	}
+	defD(&c.Store.HolderTimeout, DefaultHolderTimeout)
 	c.Taint.applyDefaults(c.Store)
 	c.Journal.applyDefaults(c.Records)
 	c.Approvals.applyDefaults()

@@ -61,7 +61,7 @@ func defaults() Config {
 		LogLevel:      "info",
 		ShutdownGrace: Duration(15 * time.Second),
 		Listen:        Listen{Egress: "127.0.0.1:15001", Ingress: "0.0.0.0:15006", Admin: "127.0.0.1:15000"},
-		Store:         Store{Memory: Memory{MaxEntries: 100_000, MaxBytes: 64 << 20}},
+		Store:         Store{Memory: Memory{MaxEntries: 100_000, MaxBytes: 64 << 20}, HolderTimeout: Duration(DefaultHolderTimeout)},
 		Limits:        Limits{MaxBodyBytes: 10 << 20},
 		Records:       Records{Retention: Duration(DefaultRetention), MaxBodyBytes: DefaultRecordBodyBytes},
 		Trust:         Trust{Skew: Duration(DefaultSkew)},
@@ -166,6 +166,7 @@ listen: {egress: 127.0.0.1:0, ingress: 127.0.0.1:0, admin: 127.0.0.1:0}
 store:
   redis: {addrs: [10.0.0.1:26379, 10.0.0.2:26379], master_name: mymaster, db: 2, pool_size: 20, dial_timeout: 3s, op_timeout: 250ms, prefix: "b:"}
   memory: {max_entries: 10, max_bytes: 1024}
+  holder_timeout: 500ms
 limits: {max_body_bytes: 1}
 timeouts: {read_header: 1s, read: 2s, idle: 3s, dial: 4s, upstream_header: 5s}
 `,
@@ -183,7 +184,8 @@ timeouts: {read_header: 1s, read: 2s, idle: 3s, dial: 4s, upstream_header: 5s}
 							DB: 2, PoolSize: 20, Prefix: "b:",
 							DialTimeout: Duration(3 * time.Second), OpTimeout: Duration(250 * time.Millisecond),
 						},
-						Memory: Memory{MaxEntries: 10, MaxBytes: 1024},
+						Memory:        Memory{MaxEntries: 10, MaxBytes: 1024},
+						HolderTimeout: Duration(500 * time.Millisecond),
 					},
 					Limits:  Limits{MaxBodyBytes: 1},
 					Records: Records{Retention: Duration(DefaultRetention), MaxBodyBytes: DefaultRecordBodyBytes},

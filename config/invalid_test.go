@@ -321,6 +321,13 @@ func TestParseInvalid(t *testing.T) {
 			},
 		},
 		{
+			name: "holder timeout too short to renew",
+			in: func(t *testing.T) string {
+				return edit(t, "{redis: {url: redis://127.0.0.1:6379/0}}", "{redis: {url: redis://127.0.0.1:6379/0}, holder_timeout: 100ms}")
+			},
+			want: []string{`store.holder_timeout: must be a duration of at least 300ms, got "100ms"`},
+		},
+		{
 			name: "peer name with capitals",
 			in:   func(t *testing.T) string { return edit(t, "peers: {summarizer:", "peers: {Summarizer:") },
 			want: []string{

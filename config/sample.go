@@ -29,6 +29,10 @@ store:
   memory:
     max_entries: 100000
     max_bytes: 67108864    # 64 MiB
+  # A Baton's liveness mark outlives its last renewal by this: the claims
+  # of a Baton that died for good are free after it (one that restarts
+  # frees its predecessor's when it starts).
+  holder_timeout: 3s
   # With redis, several replicas of one agent share a dedupe window.
   # redis:
   #   url: redis://127.0.0.1:6379/0   # or addrs: [...] (+ master_name for Sentinel)

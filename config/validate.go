@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // agentName is the shape of agent and peer names: they travel in headers and
@@ -221,6 +222,9 @@ func (c *Config) validateStore(bad badFunc) {
 		if r.OpTimeout < 0 {
 			bad("store.redis.op_timeout", r.OpTimeout.D().String(), "must be a duration >= 0")
 		}
+	}
+	if h := c.Store.HolderTimeout; h != 0 && h.D() < 300*time.Millisecond {
+		bad("store.holder_timeout", h.D().String(), "must be a duration of at least 300ms")
 	}
 	if c.Store.Memory.MaxEntries < 0 {
 		bad("store.memory.max_entries", c.Store.Memory.MaxEntries, "must be >= 0")

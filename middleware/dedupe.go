@@ -30,7 +30,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -38,7 +37,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
@@ -98,9 +96,11 @@ const (
 
 // Dedupe returns the ingress dedupe middleware. policy returns the policy of
 // the inbound edge from a sender, or nil when the edge has none.
-func Dedupe(store DedupeStore, policy func(from string) *DedupePolicy, log *slog.Logger) func(http.Handler) http.Handler {
+// holder names the process in its claims (nil: a claim is free only when its
+// lease lapses).
+func Dedupe(store DedupeStore, holder ClaimHolder, policy func(from string) *DedupePolicy, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		d := &dedupe{store: store, policy: policy, log: log, next: next, kept: newKept(store, log)}
+		d := &dedupe{store: store, holder: holder, policy: policy, log: log, next: next, kept: newKept(store, log)}
 		return http.HandlerFunc(d.serve)
 	}
 }
@@ -110,7 +110,8 @@ type dedupe struct {
 	policy func(string) *DedupePolicy
 	log    *slog.Logger
 	next   http.Handler
-	kept   *kept // window writes the store did not take (dedupe_kept.go)
+	kept   *kept       // window writes the store did not take (dedupe_kept.go)
+	holder ClaimHolder // nil: none (dedupe_claim.go)
 }
 
 func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
@@ -146,7 +147,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	fp := fingerprint(r, body, in.RPC)
 	skey := dedupeKey(in.From, in.To, key)
-	pending := encodePending(fp)
+	c := d.newClaim(skey, fp)
 	if final := d.kept.answer(skey); final != nil {
 		// The answer is kept here until the store takes it.
 		if d.nonceSeen(w, r, in) {
@@ -156,7 +157,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ops := []state.ClaimOp{{Key: skey, Val: pending, TTL: pol.Lease}}
+	ops := []state.ClaimOp{{Key: skey, Val: c.value(), TTL: pol.Lease}}
 	if in.Nonce != nil {
 		ops = append(ops, *in.Nonce)
 	}
@@ -168,20 +169,16 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	ok, cur := res[0].OK, res[0].Cur
 	if in.Nonce != nil && !res[1].OK {
 		if ok {
-			_, _ = d.store.Release(r.Context(), skey, pending)
+			_, _ = d.store.Release(r.Context(), skey, c.value())
 		}
 		refuseSignature(w, r, ReasonReplayed, "this signature's nonce was seen before: a replayed request")
 		return
 	}
-	if !ok && d.kept.abandoned(skey, cur) {
-		// This process's own claim, that no request holds any more: its
-		// release is kept until the store takes it. Take it over.
-		if ok, err = d.store.Swap(r.Context(), skey, cur, pending, pol.Lease); err != nil {
+	if !ok {
+		positional := r.Header.Get(HeaderKeySource) == record.KeyFromPosition
+		if ok, err = d.takeOver(r.Context(), in, c, cur, fp, positional, pol.Lease); err != nil {
 			d.storeFailed(w, r, in, pol, err)
 			return
-		}
-		if ok {
-			d.kept.takenOver(skey)
 		}
 	}
 	if !ok {
@@ -189,7 +186,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.Dedupe = DedupeClaimed
-	d.deliver(w, r, in, pol, skey, pending)
+	d.deliver(w, r, in, pol, c)
 }
 
 // mcpNotHandoff reports whether the request is an MCP message other than a
@@ -306,84 +303,6 @@ func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp 
 	}
 }
 
-// deliver forwards a claimed request, renewing the lease meanwhile, and
-// stores or releases the claim by the outcome.
-func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *DedupePolicy, skey string, pending []byte) {
-	// The claim outlives the client: detach the upstream call from its
-	// cancellation so the agent's answer is captured for the retry.
-	ctx := context.WithoutCancel(r.Context())
-	stop := d.renew(ctx, skey, pending, pol.Lease, in)
-	cw := &captureWriter{ResponseWriter: w, limit: pol.MaxResponseBytes}
-	completed := false
-	defer func() {
-		stop()
-		v := recover()
-		d.settle(ctx, in, pol, skey, pending, cw, completed && v == nil)
-		if v != nil {
-			panic(v)
-		}
-	}()
-	d.next.ServeHTTP(cw, r.WithContext(ctx))
-	completed = !cw.hijacked
-}
-
-// renew keeps the lease alive every Lease/3 until stop is called.
-func (d *dedupe) renew(ctx context.Context, skey string, pending []byte, lease time.Duration, in *Info) (stop func()) {
-	done := make(chan struct{})
-	var once sync.Once
-	go func() {
-		t := time.NewTicker(lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				ok, err := d.store.Renew(ctx, skey, pending, lease)
-				if err != nil || !ok {
-					d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe lease not renewed",
-						slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
-						slog.Bool("lost", !ok && err == nil), slog.Any("error", err))
-				}
-			}
-		}
-	}()
-	return func() { once.Do(func() { close(done) }) }
-}
-
-// settle stores a final response for the window, or releases the claim. A
-// write the store does not take is kept in the process and made once it
-// answers (dedupe_kept.go): the agent's answer is never lost to a store
-// that was down when it came.
-func (d *dedupe) settle(ctx context.Context, in *Info, pol *DedupePolicy, skey string, pending []byte, cw *captureWriter, completed bool) {
-	final := completed && cw.status >= 200 && (pol.ReplayErrors || (cw.status < 500 && !a2aFailure(in, cw)))
-	w := &keptWrite{pending: pending, edge: in.Edge()}
-	var err error
-	if final {
-		w.final, w.ttl, w.until = encodeComplete(pending, cw), pol.Window, time.Now().Add(pol.Window)
-		var stored bool
-		stored, err = storeFinal(ctx, d.store, skey, pending, w.final, pol.Window)
-		if err == nil && !stored {
-			d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe answer not stored: the claim lapsed and another request holds its key",
-				slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID))
-		}
-	} else {
-		_, err = d.store.Release(ctx, skey, pending)
-	}
-	if err == nil {
-		return
-	}
-	if d.kept.keep(skey, w) {
-		d.log.LogAttrs(ctx, slog.LevelError, "dedupe window not updated yet: kept in this process, written when the store answers",
-			slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
-			slog.Bool("final", final), slog.String("error", err.Error()))
-		return
-	}
-	d.log.LogAttrs(ctx, slog.LevelError, "dedupe window not updated, and no room to keep the write: a resend may run again",
-		slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
-		slog.Bool("final", final), slog.String("error", err.Error()))
-}
-
 // a2aFailure reports an A2A agent's failure inside an answer the window
 // would otherwise keep (a2a_outcome.go): released like a 5xx, so that the
 // chain re-sent runs the step again.
@@ -496,11 +415,3 @@ func (c *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // Unwrap exposes the underlying writer to http.ResponseController.
 func (c *captureWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-// newOwner returns random bytes that make a pending claim unique to its
-// holder.
-func newOwner() [16]byte {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return b
-}

@@ -5,18 +5,22 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+
+	"github.com/batonproxy/baton/state"
 )
 
 // A dedupe entry in the store is a small binary record:
 //
 //	version(1) state(1) fingerprint(32) then
-//	  pending:       owner(16)
+//	  pending:       owner(16) holder(16)
 //	  complete:      status(uvarint) nheaders(uvarint) {klen k vlen v}… body…
 //	  not retained:  status(uvarint)
 //
 // Binary keeps the hot path free of JSON encoding, and the owner bytes make
 // a pending claim unique to the request holding it, so that only it can
-// renew, complete or release it.
+// renew, complete or release it. The holder bytes name the process holding
+// it (state.Holder, dedupe_claim.go); a pending entry without them (written
+// before holders were named) is free only when its lease lapses.
 const entryVersion = 1
 
 type entryState byte
@@ -28,21 +32,30 @@ const (
 )
 
 type entry struct {
-	state   entryState
-	fp      [32]byte
-	status  int
-	headers [][2]string
-	body    []byte
+	state     entryState
+	fp        [32]byte
+	holder    state.HolderID // pending: the process holding the claim
+	hasHolder bool
+	status    int
+	headers   [][2]string
+	body      []byte
 }
 
 var errBadEntry = errors.New("dedupe: malformed window entry")
 
-func encodePending(fp [32]byte) []byte {
-	b := make([]byte, 0, 2+32+16)
+func encodePending(fp [32]byte, holder state.HolderID) []byte {
+	b := make([]byte, 0, 2+32+16+16)
 	b = append(b, entryVersion, byte(statePending))
 	b = append(b, fp[:]...)
 	owner := newOwner()
-	return append(b, owner[:]...)
+	b = append(b, owner[:]...)
+	return append(b, holder[:]...)
+}
+
+// withHolder returns the pending entry p named for holder instead.
+func withHolder(p []byte, holder state.HolderID) []byte {
+	next := append(make([]byte, 0, 2+32+16+16), p[:2+32+16]...)
+	return append(next, holder[:]...)
 }
 
 // skipHeaders are not replayed: hop-by-hop headers, and those that describe
@@ -107,6 +120,10 @@ func decodeEntry(b []byte) (entry, error) {
 	rest := b[34:]
 	switch e.state {
 	case statePending:
+		if len(rest) >= 32 {
+			copy(e.holder[:], rest[16:32])
+			e.hasHolder = true
+		}
 		return e, nil
 	case stateNotRetained, stateComplete:
 	default:

@@ -19,12 +19,21 @@ import (
 func TestEntryRoundTrip(t *testing.T) {
 	t.Parallel()
 	fp := [32]byte{1, 2, 3}
-	pending := encodePending(fp)
-	if e, err := decodeEntry(pending); err != nil || e.state != statePending || e.fp != fp {
+	holder := state.HolderID{7, 7}
+	pending := encodePending(fp, holder)
+	if e, err := decodeEntry(pending); err != nil || e.state != statePending || e.fp != fp || !e.hasHolder || e.holder != holder {
 		t.Fatalf("pending: %+v %v", e, err)
 	}
-	if bytes.Equal(pending, encodePending(fp)) {
+	if bytes.Equal(pending, encodePending(fp, holder)) {
 		t.Error("two pending claims for one fingerprint are identical: owners must differ")
+	}
+	moved := withHolder(pending, state.HolderID{8})
+	if e, err := decodeEntry(moved); err != nil || e.holder != (state.HolderID{8}) || !bytes.Equal(moved[:50], pending[:50]) {
+		t.Fatalf("withHolder changed more than the holder: %x → %x (%v)", pending, moved, err)
+	}
+	// A claim written before claims named their holder is still read.
+	if e, err := decodeEntry(pending[:50]); err != nil || e.state != statePending || e.hasHolder {
+		t.Fatalf("a pending entry without its holder: %+v %v", e, err)
 	}
 	tests := []struct {
 		name   string
@@ -66,8 +75,8 @@ func TestEntryRoundTrip(t *testing.T) {
 func FuzzDecodeEntry(f *testing.F) {
 	cw := &captureWriter{status: 200, header: http.Header{"A": {"b"}}}
 	cw.body.WriteString("body")
-	f.Add(encodePending([32]byte{}))
-	f.Add(encodeComplete(encodePending([32]byte{9}), cw))
+	f.Add(encodePending([32]byte{}, state.HolderID{}))
+	f.Add(encodeComplete(encodePending([32]byte{9}, state.HolderID{1}), cw))
 	f.Add([]byte{1, 'c'})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEntry(b)
@@ -115,7 +124,7 @@ func TestLeaseRenewedWhileAgentWorks(t *testing.T) {
 	defer store.Close()
 	pol := &DedupePolicy{Methods: []string{"POST"}, Window: time.Minute, Lease: 60 * time.Millisecond, MaxResponseBytes: 1024}
 	release := make(chan struct{})
-	h := Dedupe(store, func(string) *DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(
+	h := Dedupe(store, nil, func(string) *DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			<-release
 			io.WriteString(w, "ok")

@@ -101,7 +101,7 @@ func BenchmarkDedupeWindow(b *testing.B) {
 			}
 			defer store.Close()
 			pol := &middleware.DedupePolicy{Methods: []string{"POST"}, Window: time.Minute, Lease: 10 * time.Second, MaxResponseBytes: 1 << 20}
-			h := middleware.Dedupe(store, func(string) *middleware.DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(
+			h := middleware.Dedupe(store, nil, func(string) *middleware.DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(
 				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "application/json")
 					io.WriteString(w, `{"ok":true}`)

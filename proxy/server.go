@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,7 @@ type Server struct {
 	tracer   trace.Tracer
 	prop     propagation.TextMapPropagator
 	book     *record.Book
+	holder   *state.Holder    // this process as the holder of dedupe claims
 	unstored *unstored        // dead letters the store refused (unstored.go)
 	edges    map[string]*edge // by peer
 	sm       *serverMetrics   // metrics (edge_metrics.go)
@@ -116,6 +118,7 @@ func New(o Options) (*Server, error) {
 		recStore = o.Store
 	}
 	s.book = record.NewBook(recStore, c.Records.Retention.D(), o.Logger)
+	s.holder = state.NewHolder(o.Store, c.Store.HolderTimeout.D(), o.Logger)
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	pool := NewBufferPool()
 	errLog := slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)
@@ -280,7 +283,7 @@ func New(o Options) (*Server, error) {
 		orPass(plug.ContextIn),
 		middleware.Contract(checker, contractIn, o.Logger),
 		tainted.Ingress,
-		middleware.Dedupe(o.Store, dedupePolicies(c), o.Logger),
+		middleware.Dedupe(o.Store, s.holder, dedupePolicies(c), o.Logger),
 		middleware.Handle(hs),
 	).Handler(ingressProxy)
 
@@ -337,6 +340,10 @@ func (s *Server) Start() error {
 		}
 		s.listeners[i] = l
 	}
+	// The claims this process makes name it: its mark is in the store before
+	// it serves, and a process that held this ingress before it is dead.
+	host, _ := os.Hostname()
+	s.holder.Begin(context.Background(), host+"/"+s.cfg.Agent+"/"+s.listeners[1].Addr().String())
 	for i, srv := range [3]*http.Server{s.egress, s.ingress, s.admin} {
 		go func(srv *http.Server, l net.Listener, name string) {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -476,6 +483,7 @@ func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy
 // refused, and what the capabilities asked for (Parts.Background). Start
 // calls it holding s.mu.
 func (s *Server) startBackground() {
+	s.backgroundLocked(s.holder.Run)
 	if s.tlsSrc != nil {
 		s.backgroundLocked(s.tlsSrc.Run)
 	}
