@@ -18,8 +18,9 @@ type Dedupe struct {
 	// Window is how long a final response is kept and replayed; default 24h.
 	Window Duration `yaml:"window"`
 	// Lease is the TTL of an in-flight claim, renewed every third of it while
-	// the agent works; a Baton that dies frees the key after at most Lease.
-	// Default 30s.
+	// the agent works. It bounds a claim only where its holder cannot be
+	// told dead (store.holder_timeout does, in seconds): a claim whose
+	// holder died is free long before. Default 30s.
 	Lease Duration `yaml:"lease"`
 	// ReplayErrors stores the agent's 5xx responses too (Stripe-style), for
 	// agents whose failures can come after a side effect. Default false: a

@@ -31,6 +31,13 @@
 // policy of noeviction (or volatile-* with TTLs on everything) so that the
 // server does not drop leases.
 //
+// # Holders
+//
+// Holder is this process as the holder of leases: an incarnation id that
+// the leases it takes name, and a liveness mark it keeps in the store, so
+// that a lease whose holder died is known free before its TTL lapses
+// (holder.go).
+//
 // # TTLs
 //
 // A ttl <= 0 means the entry does not expire. Expiry is exact on read: an
