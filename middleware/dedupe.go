@@ -87,6 +87,7 @@ type DedupeOutcome string
 // The outcomes.
 const (
 	DedupeClaimed    DedupeOutcome = "claimed"
+	DedupeTakenOver  DedupeOutcome = "taken_over" // claimed in place of a claim whose holder is dead
 	DedupeReplayed   DedupeOutcome = "replayed"
 	DedupeConflict   DedupeOutcome = "conflict"
 	DedupeMismatch   DedupeOutcome = "mismatch"
@@ -174,18 +175,19 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		refuseSignature(w, r, ReasonReplayed, "this signature's nonce was seen before: a replayed request")
 		return
 	}
+	in.Dedupe = DedupeClaimed
 	if !ok {
 		positional := r.Header.Get(HeaderKeySource) == record.KeyFromPosition
 		if ok, err = d.takeOver(r.Context(), in, c, cur, fp, positional, pol.Lease); err != nil {
 			d.storeFailed(w, r, in, pol, err)
 			return
 		}
+		in.Dedupe = DedupeTakenOver
 	}
 	if !ok {
 		d.duplicate(w, r, in, fp, cur)
 		return
 	}
-	in.Dedupe = DedupeClaimed
 	d.deliver(w, r, in, pol, c)
 }
 

@@ -66,7 +66,7 @@ func classOf(status int) int {
 }
 
 // The dedupe outcomes, in label order.
-var dedupeOutcomes = [...]DedupeOutcome{DedupeClaimed, DedupeReplayed, DedupeConflict, DedupeMismatch, DedupeStoreError, DedupeMissingKey}
+var dedupeOutcomes = [...]DedupeOutcome{DedupeClaimed, DedupeTakenOver, DedupeReplayed, DedupeConflict, DedupeMismatch, DedupeStoreError, DedupeMissingKey}
 
 // Signature failure reasons (trust.Reason* and ReasonReplayed) and policy
 // denial reasons (trust.Decision*, and Baton's own), in label order; the last

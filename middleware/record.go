@@ -92,7 +92,7 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 				if in.Err != nil {
 					rec.Error = in.Err.Error()
 				}
-			case in.Dedupe != "" && in.Dedupe != DedupeClaimed:
+			case in.Dedupe != "" && in.Dedupe != DedupeClaimed && in.Dedupe != DedupeTakenOver:
 				rec.State, rec.Outcome = record.Failed, "refused by the dedupe window: "+string(in.Dedupe)
 			case !in.Delivered:
 				rec.State, rec.Outcome = record.Failed, "refused by this Baton with "+strconv.Itoa(rec.Status)

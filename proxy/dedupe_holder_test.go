@@ -196,8 +196,8 @@ func TestDedupeDeadBatonsClaimTakenOver(t *testing.T) {
 	if n := agent.calls.Load(); n != 2 {
 		t.Errorf("agent ran %d times, want 2 (the dead Baton's and one after its claim was freed)", n)
 	}
-	if !strings.Contains(other.log.String(), "dead holder taken over") {
-		t.Error("the takeover was not logged")
+	if l := other.log.String(); !strings.Contains(l, "dead holder taken over") || !strings.Contains(l, `"dedupe":"taken_over"`) {
+		t.Errorf("the takeover was not logged:\n%s", l)
 	}
 }
 
