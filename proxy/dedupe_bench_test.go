@@ -101,7 +101,13 @@ func BenchmarkDedupeWindow(b *testing.B) {
 			}
 			defer store.Close()
 			pol := &middleware.DedupePolicy{Methods: []string{"POST"}, Window: time.Minute, Lease: 10 * time.Second, MaxResponseBytes: 1 << 20}
-			h := middleware.Dedupe(store, nil, func(string) *middleware.DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(
+			// A holder as a Baton runs one: its mark renewed every second.
+			holder := state.NewHolder(store, state.DefaultHolderTimeout, slog.New(slog.DiscardHandler))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			holder.Begin(ctx, "")
+			go holder.Run(ctx)
+			h := middleware.Dedupe(store, holder, func(string) *middleware.DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(
 				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "application/json")
 					io.WriteString(w, `{"ok":true}`)
