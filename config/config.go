@@ -137,6 +137,12 @@ type Peer struct {
 type External struct {
 	// Allow holds host:port entries; a leading "*." matches any subdomain.
 	Allow []string `yaml:"allow"`
+	// Routes are base-URL routes (routes.go): an upstream API served on
+	// the egress under /<name>/. Their upstreams are allowed too.
+	Routes []Route `yaml:"routes"`
+	// CAFile is a PEM file of CA certificates trusted, besides the system
+	// roots, for the external hosts Baton reaches over TLS.
+	CAFile string `yaml:"ca_file"`
 }
 
 // Edge is a handoff edge: To names an outbound edge from this agent, From

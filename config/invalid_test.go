@@ -370,6 +370,21 @@ func TestParseInvalid(t *testing.T) {
 			want: []string{`external.allow[0]: must be a host name or IP, with at most a leading *. wildcard, got "api.*.com:443"`},
 		},
 		{
+			name: "base-URL routes",
+			in: func(t *testing.T) string {
+				return edit(t, `external: {allow: ["api.example.com:443"]}`, `external: {allow: ["api.example.com:443"], routes: [`+
+					`{name: OpenAI}, {name: llm}, {name: azure-openai}, {name: anthropic}, {name: anthropic}, {name: x, url: "ftp://h/"}, {name: y, url: "https://u:p@h/"}]}`)
+			},
+			want: []string{
+				`external.routes[0].name: must be lowercase letters, digits and dashes, like openai, got "OpenAI"`,
+				`external.routes[1].url: must be set to the upstream's base URL, like https://llm.example.com/v1/ (known without one: anthropic, gemini, openai)`,
+				`external.routes[2].url: must be set: azure-openai has no public endpoint (give your resource's, like https://NAME.openai.azure.com/)`,
+				`external.routes[4].name: must be unique among external.routes, got "anthropic"`,
+				`external.routes[5].url: must be an http(s) base URL (scheme must be http or https), got "ftp://h/"`,
+				`external.routes[6].url: must be a base URL with no credentials, query or fragment, got "https://u:xxxxx@h/"`,
+			},
+		},
+		{
 			name: "edge with neither to nor from",
 			in:   func(*testing.T) string { return example + "  - {max_hops: 2}\n" },
 			want: []string{`edges[2]: must set to (an outbound edge) or from (an inbound edge)`},

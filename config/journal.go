@@ -107,11 +107,11 @@ func (c *Config) validateJournal(bad badFunc) {
 	}
 }
 
-// allows reports whether external.allow lets the agent reach every host a
-// journal.hosts entry names: the same entry, or a wildcard entry covering
+// allows reports whether external.allow (or a route) lets the agent reach
+// every host a journal.hosts entry names: the same entry, or a wildcard entry covering
 // it.
 func (c *Config) allows(h string) bool {
-	for _, a := range c.External.Allow {
+	for _, a := range c.External.Allowed() {
 		a = strings.ToLower(a)
 		if a == h {
 			return true

@@ -51,6 +51,13 @@ external:
   allow:
     - api.example.com:443
     - "*.wikipedia.org:443"   # quoted: a YAML value cannot start with *
+  # Model APIs served on the egress under /<name>/ for SDKs whose base URL
+  # points there (OPENAI_BASE_URL=http://127.0.0.1:15001/openai/v1): their
+  # calls are journaled and labelled with no CA to trust.
+  # routes:
+  #   - name: openai                # https://api.openai.com/
+  #   - name: azure-openai
+  #     url: https://NAME.openai.azure.com/
 
 # Handoff edges. to: this agent may hand off to that peer; from: that agent
 # may hand off to this one. max_hops bounds the depth of a chain (1 to 255).

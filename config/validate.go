@@ -110,6 +110,7 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("external.allow[%d]", i), a, err.Error())
 		}
 	}
+	c.validateRoutes(bad)
 	c.validateEdges(bad)
 	c.validateCallers(bad)
 	c.validateGroups(bad)

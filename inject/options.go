@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batonproxy/baton/config"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -38,6 +39,11 @@ const (
 	// AnnotationNoProxy adds comma-separated entries to NO_PROXY in proxy
 	// mode.
 	AnnotationNoProxy = "baton.dev/no-proxy"
+	// AnnotationBaseURLs lists, comma-separated, the base-URL routes
+	// (config.RoutePresets: openai, anthropic, ...) whose SDK variable
+	// (OPENAI_BASE_URL, ...) the agent's containers get, pointing at the
+	// egress.
+	AnnotationBaseURLs = "baton.dev/base-urls"
 	// The transparent mode's exclusions, passed to `baton iptables`.
 	AnnotationExcludeOutboundPorts = "baton.dev/exclude-outbound-ports"
 	AnnotationExcludeInboundPorts  = "baton.dev/exclude-inbound-ports"
@@ -69,6 +75,7 @@ type Options struct {
 	KeySecret            string
 	TLSSecret            string
 	NoProxy              []string
+	BaseURLs             []string // route names (AnnotationBaseURLs)
 	ExcludeOutboundPorts string
 	ExcludeInboundPorts  string
 	ExcludeOutboundCIDRs string
@@ -197,6 +204,16 @@ func (c *Config) options(meta *metav1.ObjectMeta, fallbackName string) (Options,
 				break
 			}
 			o.NoProxy = append(o.NoProxy, e)
+		}
+	}
+	if v := a[AnnotationBaseURLs]; v != "" {
+		for _, e := range strings.Split(v, ",") {
+			e = strings.TrimSpace(e)
+			if _, ok := config.RoutePresets[e]; !ok {
+				bad(AnnotationBaseURLs, "must be comma-separated route names of "+strings.Join(config.RoutePresetNames(), ", "))
+				break
+			}
+			o.BaseURLs = append(o.BaseURLs, e)
 		}
 	}
 	if lang, operator, err := instrumentOptions(a); err != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -123,5 +124,41 @@ func TestTLSSecret(t *testing.T) {
 				t.Errorf("TLS Secret %q, want %q", o.TLSSecret, tc.want)
 			}
 		})
+	}
+}
+
+// TestBaseURLs: baton.dev/base-urls points each listed model SDK at its
+// route on the egress, in either mode, keeping a variable the container
+// sets itself; a name that is no route preset is refused.
+func TestBaseURLs(t *testing.T) {
+	t.Parallel()
+	in, err := New(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{ModeProxy, ModeTransparent} {
+		meta := &metav1.ObjectMeta{Name: "agent", Annotations: map[string]string{
+			AnnotationBaseURLs: "openai, anthropic", AnnotationIntercept: mode}}
+		spec := &corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "agent", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}},
+			{Name: "tools", Env: []corev1.EnvVar{{Name: "ANTHROPIC_BASE_URL", Value: "https://own.example/"}}},
+		}}
+		if _, err := in.Pod(meta, spec, ""); err != nil {
+			t.Fatal(err)
+		}
+		for c, want := range map[int]map[string]string{
+			0: {"OPENAI_BASE_URL": "http://127.0.0.1:15001/openai/v1", "ANTHROPIC_BASE_URL": "http://127.0.0.1:15001/anthropic"},
+			1: {"OPENAI_BASE_URL": "http://127.0.0.1:15001/openai/v1", "ANTHROPIC_BASE_URL": "https://own.example/"},
+		} {
+			for name, v := range want {
+				if e := envOf(&spec.Containers[c], name); e == nil || e.Value != v {
+					t.Errorf("%s: container %s %s = %+v, want %s", mode, spec.Containers[c].Name, name, e, v)
+				}
+			}
+		}
+	}
+	_, err = testConfig().options(&metav1.ObjectMeta{Name: "p", Annotations: map[string]string{AnnotationBaseURLs: "openai,bedrock"}}, "")
+	if err == nil || !strings.Contains(err.Error(), "annotation "+AnnotationBaseURLs+": must be comma-separated route names of anthropic, azure-openai, gemini, openai") {
+		t.Errorf("an unknown route name: %v", err)
 	}
 }

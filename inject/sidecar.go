@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batonproxy/baton/config"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,6 +139,16 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 			}
 			if !hasEnv(c, "NO_PROXY") {
 				c.Env = append(c.Env, corev1.EnvVar{Name: "NO_PROXY", Value: np})
+			}
+		}
+	}
+	// The model SDKs' base URLs, on the egress: in either mode, a call to
+	// Baton's own port is served, not redirected.
+	for _, name := range o.BaseURLs {
+		env, value, _ := config.RouteEnv("http://127.0.0.1:"+strconv.Itoa(EgressPort), name)
+		for i := range spec.Containers {
+			if c := &spec.Containers[i]; !hasEnv(c, env) {
+				c.Env = append(c.Env, corev1.EnvVar{Name: env, Value: value})
 			}
 		}
 	}

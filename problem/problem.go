@@ -35,6 +35,7 @@ const (
 	HopLimit            Class = "hop-limit"
 	UpstreamUnavailable Class = "upstream-unavailable"
 	UpstreamTimeout     Class = "upstream-timeout"
+	UpstreamCertificate Class = "upstream-certificate"
 	CircuitOpen         Class = "circuit-open"
 	ContractViolation   Class = "contract-violation"
 	BadSignature        Class = "bad-signature"
@@ -131,6 +132,7 @@ var classes = map[Class]classInfo{
 	TraceAbandoned:      {"Trace abandoned", http.StatusConflict, -32090},
 	TLSIdentityMismatch: {"TLS identity is another agent's", http.StatusForbidden, -32091},
 	BadCredential:       {"Caller credential refused", http.StatusUnauthorized, -32092},
+	UpstreamCertificate: {"Upstream certificate refused", http.StatusBadGateway, -32093},
 }
 
 // Type returns the class's type URI.

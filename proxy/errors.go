@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
@@ -13,9 +15,10 @@ import (
 	"github.com/batonproxy/baton/trust/mtls"
 )
 
-// classify maps a transport error to the problem class Baton answers with.
-// It is the one place where errors become statuses.
-func classify(err error) problem.Class {
+// classify maps a transport error to the problem class Baton answers with
+// (in: the request's, or nil). It is the one place where errors become
+// statuses.
+func classify(err error, in *middleware.Info) problem.Class {
 	var tooBig *http.MaxBytesError
 	var netErr net.Error
 	switch {
@@ -23,6 +26,8 @@ func classify(err error) problem.Class {
 		return problem.BodyTooLarge
 	case errors.Is(err, trust.ErrDeniedAddress):
 		return problem.DeniedAddress
+	case in != nil && in.External != "" && certificateRefused(err):
+		return problem.UpstreamCertificate
 	case errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &netErr) && netErr.Timeout():
 		return problem.UpstreamTimeout
@@ -48,7 +53,7 @@ func errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 		deadLettered(w, r, in, dl)
 		return
 	}
-	c := classify(err)
+	c := classify(err, in)
 	var detail, dest string
 	switch {
 	case in == nil:
@@ -72,6 +77,10 @@ func errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 		detail = err.Error()
 	case problem.UpstreamTimeout:
 		detail = dest + " did not answer in time"
+	case problem.UpstreamCertificate:
+		problem.New(r, c, dest+" presented a certificate Baton does not trust: "+reason(err)).
+			With("destination", in.External).Write(w) // classify saw in.External
+		return
 	default:
 		detail = dest + " could not be reached: " + reason(err)
 	}
@@ -106,12 +115,26 @@ func deadLettered(w http.ResponseWriter, r *http.Request, in *middleware.Info, d
 	d.With("record_id", dl.RecordID).Write(w)
 }
 
+// certificateRefused reports whether err is a server certificate this
+// Baton's verification refused.
+func certificateRefused(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var ci x509.CertificateInvalidError
+	var hn x509.HostnameError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &ci) || errors.As(err, &hn)
+}
+
 // reason names the cause of a connection failure without leaking internals.
 // A refused TLS handshake is named with why: it is a configuration to fix.
 func reason(err error) string {
 	var ve *mtls.VerifyError
 	if errors.As(err, &ve) {
 		return "the TLS handshake failed: " + ve.Err.Error()
+	}
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		return "the TLS handshake failed: " + cv.Err.Error()
 	}
 	var op *net.OpError
 	if errors.As(err, &op) {

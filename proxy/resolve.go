@@ -20,9 +20,10 @@ import (
 type resolver struct {
 	agent    string
 	peers    map[string]peerRoute
-	exact    map[string]bool     // external host:port allowed exactly
-	suffixes []string            // ".example.com:443" for "*.example.com:443"
-	byHost   map[string][]string // peers by their URL's host, for redirected connections
+	exact    map[string]bool         // external host:port allowed exactly
+	suffixes []string                // ".example.com:443" for "*.example.com:443"
+	byHost   map[string][]string     // peers by their URL's host, for redirected connections
+	routes   map[string]config.Route // base-URL routes by name (external.routes)
 	// broadcasts are asked whether a request is a broadcast (Plugins);
 	// nil: none is.
 	broadcasts Broadcasts
@@ -51,7 +52,11 @@ func newResolver(c *config.Config) *resolver {
 		rs.peers[name] = r
 	}
 	rs.byHost = peersByHost(c)
-	for _, a := range c.External.Allow {
+	rs.routes = map[string]config.Route{}
+	for _, r := range c.External.Routes {
+		rs.routes[r.Name] = r
+	}
+	for _, a := range c.External.Allowed() {
 		a = strings.ToLower(a)
 		if strings.HasPrefix(a, "*.") {
 			rs.suffixes = append(rs.suffixes, a[1:])
@@ -93,6 +98,11 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 			rs.broadcasts.Route(w, r, in, name, next)
 			return
 		}
+		if rt, rest, ok := rs.route(r); ok {
+			rs.viaRoute(r, in, rt, rest)
+			next.ServeHTTP(w, r)
+			return
+		}
 		if port == "" {
 			port = "80"
 		}
@@ -128,6 +138,27 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 		in.Target = &url.URL{Scheme: scheme, Host: hostport}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// route returns the base-URL route an origin-form request's path names
+// (/<name>/...), and the path after it.
+func (rs *resolver) route(r *http.Request) (config.Route, string, bool) {
+	if len(rs.routes) == 0 || r.URL.IsAbs() {
+		return config.Route{}, "", false
+	}
+	p := r.URL.EscapedPath()
+	name, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	rt, ok := rs.routes[name]
+	return rt, "/" + rest, ok
+}
+
+// viaRoute sends the request to the route's upstream: its base URL joined
+// with the path after the route's name, the host an external one.
+func (rs *resolver) viaRoute(r *http.Request, in *middleware.Info, rt config.Route, rest string) {
+	if u, err := url.Parse(rest); err == nil {
+		r.URL.Path, r.URL.RawPath = u.Path, u.RawPath
+	}
+	in.From, in.External, in.Target = rs.agent, rt.HostPort(), rt.ParsedURL
 }
 
 // PeerRoute returns the route to peer: its URL and the hop limit of the

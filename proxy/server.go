@@ -124,8 +124,11 @@ func New(o Options) (*Server, error) {
 	errLog := slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)
 	topts := TransportOptions{Dial: c.Timeouts.Dial.D(), UpstreamHeader: c.Timeouts.UpstreamHeader.D()}
 	peerTransport := NewTransport(topts)
-	guard := trust.NewAddressGuard(c.External.Allow)
+	guard := trust.NewAddressGuard(c.External.Allowed())
 	topts.Control = guard.Control
+	if topts.Roots, err = ExternalRoots(c.External.CAFile); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
 	externalTransport := NewTransport(topts)
 	s.tp = newTransparent(c, guard, externalTransport, o.Logger)
 	env := o.Env

@@ -2,9 +2,13 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +23,8 @@ type TransportOptions struct {
 	// Control, when set, vets each address after DNS resolution, before
 	// the connection is made.
 	Control func(network, address string, c syscall.RawConn) error
+	// Roots verify the servers it reaches over TLS; nil: the system roots.
+	Roots *x509.CertPool
 }
 
 // NewTransport returns the tuned *http.Transport that every outbound hop of a
@@ -42,7 +48,28 @@ func NewTransport(o TransportOptions) *http.Transport {
 		MaxResponseHeaderBytes: 1 << 20,
 		WriteBufferSize:        32 << 10,
 		ReadBufferSize:         32 << 10,
+		TLSClientConfig:        &tls.Config{RootCAs: o.Roots, MinVersion: tls.VersionTLS12},
 	}
+}
+
+// ExternalRoots returns the system roots with the CA certificates of the
+// PEM file at path added (external.ca_file); nil for no path.
+func ExternalRoots(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("external.ca_file: %w", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("external.ca_file: %s holds no PEM certificate", path)
+	}
+	return roots, nil
 }
 
 // withMemoryBody gives r, a request Baton owns (a copy made for one try),

@@ -28,8 +28,11 @@ const execUsage = `  baton exec [--egress ADDR] [--config FILE] [--agent NAME]
                                  --egress, else the config's listen.egress, else
                                  127.0.0.1:15001), NO_PROXY, NODE_USE_ENV_PROXY=1,
                                  OTEL_PROPAGATORS=tracecontext,baggage, export off,
-                                 OTEL_SERVICE_NAME (--agent, else the config's agent);
-                                 a variable already set is kept. --instrument loads
+                                 OTEL_SERVICE_NAME (--agent, else the config's agent),
+                                 and for each of the config's external.routes that
+                                 a model SDK knows, its base URL (OPENAI_BASE_URL,
+                                 ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL,
+                                 AZURE_OPENAI_ENDPOINT); a variable already set is kept. --instrument loads
                                  zero-code OpenTelemetry: nodejs from the app's
                                  node_modules, or any language from --otel-path DIR
                                  (laid out as the OpenTelemetry Operator's images).
@@ -114,6 +117,7 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 	}
 	lookup := func(name string) (string, bool) { return lookupEnviron(environ, name) }
 	egress, agent := config.DefaultEgress, f.agent
+	var routes []config.Route
 	if f.config != "" {
 		c, err := readExecConfig(f.config, lookup)
 		if err != nil {
@@ -125,6 +129,7 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 		if agent == "" {
 			agent = c.Agent
 		}
+		routes = c.External.Routes
 	}
 	if f.egress != "" {
 		egress = f.egress
@@ -147,9 +152,12 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 	// Node.js 22.21 and 24 or later honour the proxy variables with it;
 	// older Node ignores both.
 	set("NODE_USE_ENV_PROXY", "1")
-	// A trust bundle for intercepted HTTPS (SSL_CERT_FILE,
-	// NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE) will be set here, each only
-	// when unset, once Baton hands one out.
+	// The model SDKs' base URLs, for the config's base-URL routes.
+	for _, r := range routes {
+		if name, value, ok := config.RouteEnv(proxy, r.Name); ok {
+			set(name, value)
+		}
+	}
 	if f.instrument != "" {
 		load, err := instrumentEnv(f.instrument, f.otelPath, lookup)
 		if err != nil {

@@ -64,6 +64,11 @@ func TestExecEnvironment(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("agent: planner\nlisten: {egress: \"0.0.0.0:16001\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	routesPath := filepath.Join(cfgDir, "routes.yaml")
+	if err := os.WriteFile(routesPath, []byte("agent: planner\nexternal: {routes: [{name: openai}, {name: anthropic}, "+
+		"{name: azure-openai, url: 'https://r.openai.azure.com/'}, {name: llm, url: 'https://llm.internal/v1/'}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	pyDir, javaDir := otelDir(t, inject.LangPython), otelDir(t, inject.LangJava)
 	const unset = "<unset>"
 	defaults := map[string]string{
@@ -72,6 +77,7 @@ func TestExecEnvironment(t *testing.T) {
 		"NODE_USE_ENV_PROXY": "1", "OTEL_PROPAGATORS": "tracecontext,baggage",
 		"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
 		"OTEL_SERVICE_NAME": unset, "MODEL": "small", "HOME": "/home/agent", "NODE_OPTIONS": unset,
+		"OPENAI_BASE_URL": unset, "ANTHROPIC_BASE_URL": unset, "AZURE_OPENAI_ENDPOINT": unset,
 	}
 	for _, tc := range []struct {
 		name    string
@@ -81,6 +87,10 @@ func TestExecEnvironment(t *testing.T) {
 		warn    string
 	}{
 		{name: "defaults", want: map[string]string{}},
+		{name: "the model SDKs' base URLs for the config's routes", args: []string{"--config", routesPath},
+			environ: []string{"ANTHROPIC_BASE_URL=https://kept.example/"},
+			want: map[string]string{"OTEL_SERVICE_NAME": "planner", "OPENAI_BASE_URL": "http://127.0.0.1:15001/openai/v1",
+				"ANTHROPIC_BASE_URL": "https://kept.example/", "AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:15001/azure-openai"}},
 		{name: "egress and agent from flags", args: []string{"--egress", "127.0.0.1:25001", "--agent", "scout"},
 			want: map[string]string{"HTTP_PROXY": "http://127.0.0.1:25001", "http_proxy": "http://127.0.0.1:25001", "OTEL_SERVICE_NAME": "scout"}},
 		{name: "egress and agent from the config, on loopback", args: []string{"--config", cfgPath},

@@ -1,0 +1,180 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/batonproxy/baton/journal"
+	"github.com/batonproxy/baton/problem"
+)
+
+// tlsModel is a model server over HTTPS (HTTP/2 offered), with a
+// certificate of a CA only the test knows; it records what it was sent.
+type tlsModel struct {
+	*modelServer
+	srv    *httptest.Server
+	caFile string
+	proto  atomic.Pointer[string]
+	path   atomic.Pointer[string]
+	auth   atomic.Pointer[string]
+}
+
+func newTLSModel(t *testing.T) *tlsModel {
+	t.Helper()
+	m := &tlsModel{modelServer: &modelServer{}}
+	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proto, path, auth := r.Proto, r.URL.Path, r.Header.Get("Authorization")
+		m.proto.Store(&proto)
+		m.path.Store(&path)
+		m.auth.Store(&auth)
+		m.modelServer.ServeHTTP(w, r)
+	}))
+	m.srv.EnableHTTP2 = true
+	m.srv.StartTLS()
+	t.Cleanup(m.srv.Close)
+	m.caFile = filepath.Join(t.TempDir(), "model-ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: m.srv.Certificate().Raw})
+	if err := os.WriteFile(m.caFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (m *tlsModel) host() string { return m.srv.Listener.Addr().String() }
+
+func loaded(p *atomic.Pointer[string]) string {
+	if v := p.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+// TestRouteOpenAIClientOverHTTPS: an agent whose OpenAI SDK has its base
+// URL on the egress (OPENAI_BASE_URL=http://127.0.0.1:15001/openai/v1, no
+// CA to trust) streams a chat completion from a model server Baton reaches
+// over HTTPS, verified against external.ca_file, in HTTP/2. The call is
+// journaled: the re-run gets the stream from the journal and the model
+// server is not called again; the API key is in no journal entry.
+func TestRouteOpenAIClientOverHTTPS(t *testing.T) {
+	t.Parallel()
+	model := newTLSModel(t)
+	const apiKey = "sk-route-0123456789abcdef"
+	yaml := "external: {routes: [{name: openai, url: 'https://" + model.host() + "/'}], ca_file: " + model.caFile + "}\n" +
+		"journal: {hosts: [" + model.host() + "]}\n"
+	type run struct {
+		text     string
+		chunks   int
+		replayed string
+	}
+	var runs []run
+	var g *journalRig
+	g = newJournalRig(t, yaml, sharedStore(t)(), func(n int, _ caller) int {
+		var resp *http.Response
+		client := openai.NewClient(
+			option.WithBaseURL("http://"+g.b.EgressAddr()+"/openai/v1/"),
+			option.WithAPIKey(apiKey),
+			option.WithMaxRetries(0),
+			option.WithHeader("Baggage", *g.baggage.Load()),
+			option.WithResponseInto(&resp),
+		)
+		stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model:    "m-1",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("plan the offsite")},
+		})
+		var acc openai.ChatCompletionAccumulator
+		r := run{}
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+			r.chunks++
+		}
+		if err := stream.Err(); err != nil {
+			t.Errorf("run %d: stream: %v", n, err)
+		}
+		if len(acc.Choices) > 0 {
+			r.text = acc.Choices[0].Message.Content
+		}
+		if resp != nil {
+			r.replayed = resp.Header.Get(journal.HeaderReplayed)
+		}
+		runs = append(runs, r)
+		return failFirst(n)
+	})
+	g.handle("k-route")
+	g.handle("k-route")
+	if len(runs) != 2 {
+		t.Fatalf("the agent ran %d times, want 2", len(runs))
+	}
+	if runs[0].text == "" || runs[0].chunks != 3 || runs[0].replayed != "" {
+		t.Errorf("first run: %+v; want the model's 3 chunks, not replayed", runs[0])
+	}
+	if runs[1] != (run{text: runs[0].text, chunks: runs[0].chunks, replayed: "true"}) {
+		t.Errorf("re-run: %+v; want the first run's stream, replayed", runs[1])
+	}
+	if n := model.calls.Load(); n != 1 {
+		t.Errorf("the model was called %d times, want 1", n)
+	}
+	if p, path, auth := loaded(&model.proto), loaded(&model.path), loaded(&model.auth); p != "HTTP/2.0" ||
+		path != "/v1/chat/completions" || auth != "Bearer "+apiKey {
+		t.Errorf("the model server saw %s %s with Authorization %q; want HTTP/2.0 /v1/chat/completions with the agent's key", p, path, auth)
+	}
+	g.store.mu.Lock()
+	defer g.store.mu.Unlock()
+	if len(g.store.appends) == 0 {
+		t.Fatal("nothing was journaled")
+	}
+	for _, a := range g.store.appends {
+		if strings.Contains(string(a), apiKey) {
+			t.Errorf("a journal entry holds the API key: %.200q", a)
+		}
+	}
+}
+
+// TestRouteRefusals: a route's upstream whose certificate Baton does not
+// trust is a 502 upstream-certificate, never a downgrade; a path naming no
+// route is not taken for one.
+func TestRouteRefusals(t *testing.T) {
+	t.Parallel()
+	model := newTLSModel(t)
+	// No ca_file: the model server's certificate chains to no root Baton trusts.
+	b := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\nexternal: {routes: [{name: llm, url: 'https://"+model.host()+"/v1'}]}\n", nil)
+
+	resp, err := http.Post("http://"+b.EgressAddr()+"/llm/chat/completions", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Type, Detail, Destination string
+		Status                    int
+	}
+	json.NewDecoder(resp.Body).Decode(&p)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || !strings.HasSuffix(p.Type, "#"+string(problem.UpstreamCertificate)) ||
+		p.Destination != model.host() || resp.Header.Get("Content-Type") != problem.ContentType {
+		t.Errorf("untrusted upstream: %d %+v", resp.StatusCode, p)
+	}
+	if n := model.calls.Load(); n != 0 {
+		t.Errorf("the model answered %d calls over an unverified connection", n)
+	}
+
+	resp, err = http.Post("http://"+b.EgressAddr()+"/other/chat", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Errorf("a path naming no route: %d, want 403 unknown-destination", resp.StatusCode)
+	}
+}
