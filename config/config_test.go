@@ -414,7 +414,7 @@ func TestBreakerFor(t *testing.T) {
 			name: "defaults",
 			in:   minimal + peers,
 			peer: "b",
-			want: Breaker{Failures: 5, OpenFor: Duration(30 * time.Second), MaxOpenFor: Duration(30 * time.Second), HalfOpenRequests: 1},
+			want: Breaker{Failures: 5, OpenFor: Duration(time.Second), MaxOpenFor: Duration(30 * time.Second), HalfOpenRequests: 1},
 		},
 		{
 			name: "top-level block",

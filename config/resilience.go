@@ -69,7 +69,7 @@ const (
 	DefaultRetryBudget       = 0.2
 	DefaultBudgetWindow      = 10 * time.Second
 	DefaultBreakerFailures   = 5
-	DefaultBreakerOpenFor    = 30 * time.Second
+	DefaultBreakerOpenFor    = time.Second
 	DefaultBreakerMaxOpenFor = 30 * time.Second
 	DefaultHalfOpenRequests  = 1
 	DefaultRetention         = 7 * 24 * time.Hour
