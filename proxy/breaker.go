@@ -43,7 +43,10 @@ func newBreaker(peer string, bc config.Breaker, changed func(from, to gobreaker.
 	b.cb = gobreaker.NewCircuitBreaker[*http.Response](gobreaker.Settings{
 		Name:        peer,
 		MaxRequests: uint32(bc.HalfOpenRequests),
-		// At least 1ns: gobreaker takes 0 for 60s.
+		// The shortest open time breaker may choose: a try let past held
+		// just before the breaker opened is refused by gobreaker still
+		// (unless it stalls longer than that on the way). At least 1ns:
+		// gobreaker takes 0 for 60s.
 		Timeout:     max(openTime(b.openFor, b.most, 0, 0), time.Nanosecond),
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(bc.Failures) },
 		// A try the caller abandoned says nothing about the peer.

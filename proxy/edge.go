@@ -23,8 +23,9 @@ import (
 //  1. RoundTrip writes its record, with the checkpoint, before anything
 //     leaves the pod;
 //  2. send makes the tries: each through the peer's circuit breaker
-//     (try.go), judged by judge (verdict.go), and retried with exponential
-//     backoff and full jitter within the edge's retry budget and timeouts;
+//     (breaker.go, try.go), judged by judge (verdict.go), and retried with
+//     exponential backoff and full jitter within the edge's retry budget
+//     and timeouts;
 //  3. conclude records what the tries came to, tells the handling the
 //     handoff was made for (its position, and where a chain stopped), and
 //     returns what the agent gets.
