@@ -143,9 +143,10 @@ func (h *harness) waitQuiet(ctx context.Context) {
 }
 
 // recoverWithin bounds how long a path that broke at the end of the warmup
-// may take to answer again: a Baton circuit breaker's default open_for, plus
+// may take to answer again: the longest a Baton circuit breaker stays open by
+// default (max_open_for, reached only after several failed probes), plus
 // slack for the half-open probe.
-const recoverWithin = config.DefaultBreakerOpenFor + 15*time.Second
+const recoverWithin = config.DefaultBreakerMaxOpenFor + 15*time.Second
 
 // settleAfterWarmup is how long the path is probed after the warmup, every
 // 100ms, before the measured run.

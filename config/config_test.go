@@ -400,6 +400,69 @@ func TestEdges(t *testing.T) {
 	}
 }
 
+// TestBreakerFor: the breaker settings of a peer are the defaults, under
+// the top-level block, under the peer's edge; max_open_for, unset, is the
+// default cap or open_for when that is longer.
+func TestBreakerFor(t *testing.T) {
+	t.Parallel()
+	const peers = "peers: {b: {url: http://127.0.0.1:1}, c: {url: http://127.0.0.1:2}}\n"
+	tests := []struct {
+		name string
+		in   string
+		peer string
+		want Breaker
+	}{
+		{
+			name: "defaults",
+			in:   minimal + peers,
+			peer: "b",
+			want: Breaker{Failures: 5, OpenFor: Duration(time.Second), MaxOpenFor: Duration(30 * time.Second), HalfOpenRequests: 1},
+		},
+		{
+			name: "top-level block",
+			in:   minimal + peers + "breaker: {failures: 3, open_for: 200ms, max_open_for: 5s, half_open_requests: 2}\n",
+			peer: "b",
+			want: Breaker{Failures: 3, OpenFor: Duration(200 * time.Millisecond), MaxOpenFor: Duration(5 * time.Second), HalfOpenRequests: 2},
+		},
+		{
+			name: "an open_for longer than the default cap is its own cap",
+			in:   minimal + peers + "breaker: {open_for: 1m}\n",
+			peer: "b",
+			want: Breaker{Failures: 5, OpenFor: Duration(time.Minute), MaxOpenFor: Duration(time.Minute), HalfOpenRequests: 1},
+		},
+		{
+			name: "an edge overrides the keys it sets",
+			in:   minimal + peers + "breaker: {open_for: 2s, max_open_for: 10s}\nedges: [{to: b, breaker: {max_open_for: 1m}}]\n",
+			peer: "b",
+			want: Breaker{Failures: 5, OpenFor: Duration(2 * time.Second), MaxOpenFor: Duration(time.Minute), HalfOpenRequests: 1},
+		},
+		{
+			name: "another edge keeps the top-level block",
+			in:   minimal + peers + "breaker: {open_for: 2s, max_open_for: 10s}\nedges: [{to: b, breaker: {max_open_for: 1m}}]\n",
+			peer: "c",
+			want: Breaker{Failures: 5, OpenFor: Duration(2 * time.Second), MaxOpenFor: Duration(10 * time.Second), HalfOpenRequests: 1},
+		},
+		{
+			name: "an edge's long open_for raises the default cap",
+			in:   minimal + peers + "edges: [{to: b, breaker: {open_for: 45s}}]\n",
+			peer: "b",
+			want: Breaker{Failures: 5, OpenFor: Duration(45 * time.Second), MaxOpenFor: Duration(45 * time.Second), HalfOpenRequests: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse(strings.NewReader(tt.in), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.BreakerFor(tt.peer); got != tt.want {
+				t.Errorf("BreakerFor(%q) = %+v, want %+v", tt.peer, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestFieldError(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

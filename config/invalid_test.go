@@ -81,6 +81,27 @@ func TestParseInvalid(t *testing.T) {
 			},
 		},
 		{
+			name: "breaker open times",
+			in: func(*testing.T) string {
+				return minimal + "breaker: {open_for: 1m, max_open_for: 10s}\n" +
+					"peers: {b: {url: http://127.0.0.1:1}, c: {url: http://127.0.0.1:2}, d: {url: http://127.0.0.1:3}, e: {url: http://127.0.0.1:4}}\n" +
+					"edges: [{to: b, breaker: {open_for: 5s}}, {to: c, breaker: {max_open_for: 30s}}, {to: d, breaker: {failures: 2}},\n" +
+					"  {to: e, breaker: {open_for: 2s, max_open_for: -1s}}]\n"
+			},
+			want: []string{
+				`edges[1].breaker.max_open_for: must not be shorter than open_for (1m0s): the breaker opens for open_for first, then longer while probes fail, got "30s"`,
+				`edges[3].breaker.max_open_for: must be a duration > 0, got "-1s"`,
+				`breaker.max_open_for: must not be shorter than open_for (1m0s): the breaker opens for open_for first, then longer while probes fail, got "10s"`,
+			},
+		},
+		{
+			name: "an edge's open_for past the top-level max_open_for",
+			in: func(*testing.T) string {
+				return minimal + "breaker: {open_for: 1s, max_open_for: 10s}\npeers: {b: {url: http://127.0.0.1:1}}\nedges: [{to: b, breaker: {open_for: 20s}}]\n"
+			},
+			want: []string{`edges[0].breaker.open_for: must not be longer than max_open_for (10s, set in breaker); set max_open_for on this block too, got "20s"`},
+		},
+		{
 			name: "a gate with nobody to decide",
 			in: func(*testing.T) string {
 				return minimal + "peers: {b: {url: http://127.0.0.1:1}}\nedges: [{to: b, confirm: {}}]\n"

@@ -36,9 +36,13 @@ type Retry struct {
 type Breaker struct {
 	// Failures is the number of consecutive failures that open the breaker.
 	Failures int `yaml:"failures"`
-	// OpenFor is how long the breaker stays open before letting a probe
-	// through (half-open).
+	// OpenFor is how long the breaker stays open, when it opens, before
+	// letting a probe through (half-open).
 	OpenFor Duration `yaml:"open_for"`
+	// MaxOpenFor caps the open time, which doubles with each failed probe
+	// (proxy/breaker.go). Unset, it is DefaultBreakerMaxOpenFor, or OpenFor
+	// when that is longer.
+	MaxOpenFor Duration `yaml:"max_open_for"`
 	// HalfOpenRequests is how many probes may run while half-open.
 	HalfOpenRequests int `yaml:"half_open_requests"`
 }
@@ -59,16 +63,17 @@ type Records struct {
 
 // Resilience defaults.
 const (
-	DefaultRetryAttempts    = 2
-	DefaultRetryBackoff     = 100 * time.Millisecond
-	DefaultRetryMaxBackoff  = 2 * time.Second
-	DefaultRetryBudget      = 0.2
-	DefaultBudgetWindow     = 10 * time.Second
-	DefaultBreakerFailures  = 5
-	DefaultBreakerOpenFor   = 30 * time.Second
-	DefaultHalfOpenRequests = 1
-	DefaultRetention        = 7 * 24 * time.Hour
-	DefaultRecordBodyBytes  = 1 << 20
+	DefaultRetryAttempts     = 2
+	DefaultRetryBackoff      = 100 * time.Millisecond
+	DefaultRetryMaxBackoff   = 2 * time.Second
+	DefaultRetryBudget       = 0.2
+	DefaultBudgetWindow      = 10 * time.Second
+	DefaultBreakerFailures   = 5
+	DefaultBreakerOpenFor    = time.Second
+	DefaultBreakerMaxOpenFor = 30 * time.Second
+	DefaultHalfOpenRequests  = 1
+	DefaultRetention         = 7 * 24 * time.Hour
+	DefaultRecordBodyBytes   = 1 << 20
 )
 
 func (r Retry) over(o *Retry) Retry {
@@ -112,6 +117,9 @@ func (b Breaker) over(o *Breaker) Breaker {
 	if o.OpenFor != 0 {
 		b.OpenFor = o.OpenFor
 	}
+	if o.MaxOpenFor != 0 {
+		b.MaxOpenFor = o.MaxOpenFor
+	}
 	if o.HalfOpenRequests != 0 {
 		b.HalfOpenRequests = o.HalfOpenRequests
 	}
@@ -134,10 +142,29 @@ func (c *Config) RetryFor(peer string) Retry {
 
 // BreakerFor returns the complete breaker settings of peer.
 func (c *Config) BreakerFor(peer string) Breaker {
-	b := Breaker{Failures: DefaultBreakerFailures, OpenFor: Duration(DefaultBreakerOpenFor),
-		HalfOpenRequests: DefaultHalfOpenRequests}.over(&c.Breaker)
+	b := c.topBreaker()
 	if e, ok := c.OutEdge(peer); ok {
 		b = b.over(e.Breaker)
+	}
+	return b.capped()
+}
+
+// defaultBreaker is what the breaker keys mean unset, max_open_for aside
+// (capped).
+func defaultBreaker() Breaker {
+	return Breaker{Failures: DefaultBreakerFailures, OpenFor: Duration(DefaultBreakerOpenFor),
+		HalfOpenRequests: DefaultHalfOpenRequests}
+}
+
+// topBreaker is the top-level breaker block over the defaults, max_open_for
+// left unset when the block does not set it.
+func (c *Config) topBreaker() Breaker { return defaultBreaker().over(&c.Breaker) }
+
+// capped sets an unset max_open_for: the default cap, or open_for when that
+// is longer, so that a long open_for alone keeps its meaning.
+func (b Breaker) capped() Breaker {
+	if b.MaxOpenFor == 0 {
+		b.MaxOpenFor = max(Duration(DefaultBreakerMaxOpenFor), b.OpenFor)
 	}
 	return b
 }
@@ -166,7 +193,9 @@ func validateRetry(bad badFunc, path string, r *Retry) {
 	}
 }
 
-func validateBreaker(bad badFunc, path string, b *Breaker) {
+// validateBreaker checks the breaker block b at path, which overrides the
+// settings under (the defaults, or the top-level block for an edge's).
+func validateBreaker(bad badFunc, path string, b *Breaker, under Breaker) {
 	if b == nil {
 		return
 	}
@@ -176,8 +205,25 @@ func validateBreaker(bad badFunc, path string, b *Breaker) {
 	if b.OpenFor < 0 {
 		bad(path+".open_for", b.OpenFor.D().String(), "must be a duration > 0")
 	}
+	if b.MaxOpenFor < 0 {
+		bad(path+".max_open_for", b.MaxOpenFor.D().String(), "must be a duration > 0")
+	}
 	if b.HalfOpenRequests < 0 {
 		bad(path+".half_open_requests", b.HalfOpenRequests, "must be >= 1")
+	}
+	if b.OpenFor < 0 || b.MaxOpenFor < 0 {
+		return
+	}
+	// Only a block that sets one of the two is told: an edge that sets
+	// neither inherits a problem reported on the top-level block.
+	switch all := under.over(b).capped(); {
+	case all.MaxOpenFor >= all.OpenFor:
+	case b.MaxOpenFor != 0:
+		bad(path+".max_open_for", b.MaxOpenFor.D().String(),
+			"must not be shorter than open_for ("+all.OpenFor.D().String()+"): the breaker opens for open_for first, then longer while probes fail")
+	case b.OpenFor != 0:
+		bad(path+".open_for", b.OpenFor.D().String(),
+			"must not be longer than max_open_for ("+all.MaxOpenFor.D().String()+", set in breaker); set max_open_for on this block too")
 	}
 }
 

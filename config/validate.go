@@ -116,7 +116,7 @@ func (c *Config) Validate() error {
 	c.validateGroups(bad)
 	validateDedupe(bad, "dedupe", &c.Dedupe)
 	validateRetry(bad, "retry", &c.Retry)
-	validateBreaker(bad, "breaker", &c.Breaker)
+	validateBreaker(bad, "breaker", &c.Breaker, defaultBreaker())
 	c.validateRecords(bad)
 	validateContract(bad, "contract", &c.Contract)
 	c.validateTrust(bad)
@@ -306,7 +306,7 @@ func (c *Config) validateEdges(bad badFunc) {
 		}
 		validateRetry(bad, path+".retry", e.Retry)
 		validateContract(bad, path+".contract", e.Contract)
-		validateBreaker(bad, path+".breaker", e.Breaker)
+		validateBreaker(bad, path+".breaker", e.Breaker, c.topBreaker())
 	}
 }
 

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -24,8 +23,9 @@ import (
 //  1. RoundTrip writes its record, with the checkpoint, before anything
 //     leaves the pod;
 //  2. send makes the tries: each through the peer's circuit breaker
-//     (try.go), judged by judge (verdict.go), and retried with exponential
-//     backoff and full jitter within the edge's retry budget and timeouts;
+//     (breaker.go, try.go), judged by judge (verdict.go), and retried with
+//     exponential backoff and full jitter within the edge's retry budget
+//     and timeouts;
 //  3. conclude records what the tries came to, tells the handling the
 //     handoff was made for (its position, and where a chain stopped), and
 //     returns what the agent gets.
@@ -35,7 +35,7 @@ import (
 type edge struct {
 	from, to   string
 	next       http.RoundTripper
-	breaker    *gobreaker.CircuitBreaker[*http.Response]
+	breaker    *breaker
 	retry      config.Retry
 	budget     *budget
 	book       *record.Book
@@ -79,20 +79,20 @@ func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.B
 	e := &edge{from: c.Agent, to: to, next: next, retry: c.RetryFor(to), book: book,
 		checkpoint: c.Records.MaxBodyBytes, log: log}
 	e.budget = newBudget(*e.retry.Budget, e.retry.BudgetWindow.D())
-	e.breaker = gobreaker.NewCircuitBreaker[*http.Response](gobreaker.Settings{
-		Name:        to,
-		MaxRequests: uint32(bc.HalfOpenRequests),
-		Timeout:     bc.OpenFor.D(),
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(bc.Failures) },
-		// A try the caller abandoned says nothing about the peer.
-		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, errCallerGone) },
-		OnStateChange: func(name string, from, to gobreaker.State) {
-			log.Warn("circuit breaker", "peer", name, "from", from.String(), "to", to.String())
-			e.obs.transition(int(to))
-			if to == gobreaker.StateClosed && onClose != nil {
-				onClose()
+	e.breaker = newBreaker(to, bc, func(from, to gobreaker.State, open time.Duration) {
+		attrs := []any{"peer", e.to, "from", from.String(), "to", to.String()}
+		if to == gobreaker.StateOpen {
+			after := "a failed probe"
+			if from == gobreaker.StateClosed {
+				after = strconv.Itoa(bc.Failures) + " consecutive failure(s)"
 			}
-		},
+			attrs = append(attrs, "open_for", open.Round(time.Millisecond).String(), "after", after)
+		}
+		log.Warn("circuit breaker", attrs...)
+		e.obs.transition(int(to))
+		if to == gobreaker.StateClosed && onClose != nil {
+			onClose()
+		}
 	})
 	return e
 }

@@ -6,7 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,6 +91,148 @@ func TestBreakerOpensAndHalfOpens(t *testing.T) {
 	}
 	if resp := send(t, p.a.EgressAddr(), "summarizer", "POST", "/", "{}", nil); resp.StatusCode != 200 {
 		t.Errorf("after the probe succeeded: %d", resp.StatusCode)
+	}
+}
+
+// hits is a peer's agent that keeps the time each request reaches it.
+type hits struct {
+	http.Handler
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (h *hits) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	h.at = append(h.at, time.Now())
+	h.mu.Unlock()
+	h.Handler.ServeHTTP(w, r)
+}
+
+func (h *hits) times() []time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.at)
+}
+
+// breakerOpening is an opening of a breaker, as its Baton logs it.
+type breakerOpening struct {
+	From    string        `json:"from"`
+	OpenFor time.Duration `json:"-"`
+	After   string        `json:"after"`
+}
+
+// breakerOpenings reads, from a Baton's log, each opening of its breaker
+// to peer.
+func breakerOpenings(t *testing.T, b *baton, peer string) []breakerOpening {
+	t.Helper()
+	var out []breakerOpening
+	for line := range strings.Lines(b.log.String()) {
+		var l struct {
+			breakerOpening
+			Msg, Peer, To string
+			Open          string `json:"open_for"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "circuit breaker" || l.Peer != peer || l.To != "open" {
+			continue
+		}
+		d, err := time.ParseDuration(l.Open)
+		if err != nil {
+			t.Fatalf("open_for %q in %s", l.Open, line)
+		}
+		l.breakerOpening.OpenFor = d
+		out = append(out, l.breakerOpening)
+	}
+	return out
+}
+
+// handOffUntil sends handoffs to summarizer one after the other, each with
+// its own body, until done.
+func handOffUntil(t *testing.T, p *pair, done func(resp *http.Response) bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for n := 0; ; n++ {
+		resp := send(t, p.a.EgressAddr(), "summarizer", "POST", "/", `{"n":`+strconv.Itoa(n)+`}`, nil)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if done(resp) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not done after %d handoffs (last %d)", n+1, resp.StatusCode)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// within checks an open time against base ±20%, and the cap.
+func within(t *testing.T, i int, o breakerOpening, base, most time.Duration) {
+	t.Helper()
+	lo, hi := base*8/10-time.Millisecond, min(base*12/10, most)+time.Millisecond // the log rounds to 1ms
+	if o.OpenFor < lo || o.OpenFor > hi {
+		t.Errorf("opening %d: open for %s, want %s to %s (%s ±20%%, at most %s)", i, o.OpenFor, lo, hi, base, most)
+	}
+}
+
+// TestBreakerBacksOffWhileProbesFail: a peer that stays down is probed
+// ever less often. The breaker opens for open_for, then each failed probe
+// doubles the open time, up to max_open_for. The open times are the ones
+// the sender's Baton logs; that each probe came no sooner than the open time
+// before it is read at the peer (a loaded machine only makes it later).
+func TestBreakerBacksOffWhileProbesFail(t *testing.T) {
+	t.Parallel()
+	peer := &hits{Handler: &flaky{}}
+	peer.Handler.(*flaky).down.Store(true)
+	const openFor, most = 100 * time.Millisecond, 400 * time.Millisecond
+	p := resilientPair(t, peer, "retry: {attempts: 0}\nbreaker: {failures: 1, open_for: 100ms, max_open_for: 400ms}\n")
+	handOffUntil(t, p, func(*http.Response) bool { return len(peer.times()) >= 6 })
+
+	at, opened := peer.times(), breakerOpenings(t, p.a, "summarizer")
+	if len(opened) != len(at) {
+		t.Fatalf("%d handoffs reached the peer, the breaker opened %d times: want one opening after each", len(at), len(opened))
+	}
+	for i, o := range opened {
+		base, after := min(openFor<<i, most), "a failed probe"
+		if i == 0 {
+			after = "1 consecutive failure(s)"
+		}
+		if o.After != after {
+			t.Errorf("opening %d: after %q, want %q", i, o.After, after)
+		}
+		within(t, i, o, base, most)
+		if i+1 < len(at) {
+			if gap := at[i+1].Sub(at[i]); gap < o.OpenFor-time.Millisecond {
+				t.Errorf("probe %d reached the peer %s after the try before it, within the open time %s", i+1, gap, o.OpenFor)
+			}
+		}
+	}
+}
+
+// TestBreakerBackoffResetsOnClose: after a probe that succeeds closes the
+// breaker, the next opening lasts open_for again.
+func TestBreakerBackoffResetsOnClose(t *testing.T) {
+	t.Parallel()
+	agent := &flaky{}
+	peer := &hits{Handler: agent}
+	agent.down.Store(true)
+	p := resilientPair(t, peer, "retry: {attempts: 0}\nbreaker: {failures: 1, open_for: 100ms, max_open_for: 1s}\n")
+	// Two failed probes: the breaker is open for 400ms.
+	handOffUntil(t, p, func(*http.Response) bool { return len(peer.times()) >= 3 })
+	agent.down.Store(false)
+	handOffUntil(t, p, func(resp *http.Response) bool { return resp.StatusCode == 200 })
+	agent.down.Store(true)
+	handOffUntil(t, p, func(resp *http.Response) bool { return resp.StatusCode == 503 })
+
+	opened := breakerOpenings(t, p.a, "summarizer")
+	if len(opened) != 4 {
+		t.Fatalf("the breaker opened %d times, want 4: %+v", len(opened), opened)
+	}
+	within(t, 2, opened[2], 400*time.Millisecond, time.Second)
+	if o := opened[3]; o.From != "closed" || o.After != "1 consecutive failure(s)" {
+		t.Errorf("the last opening: %+v, want from closed after 1 consecutive failure(s)", o)
+	}
+	within(t, 3, opened[3], 100*time.Millisecond, time.Second)
+	if !strings.Contains(p.a.log.String(), `"from":"half-open","to":"closed"`) {
+		t.Error("no close logged")
 	}
 }
 
