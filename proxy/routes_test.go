@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/state/redistest"
 )
 
 // tlsModel is a model server over HTTPS (HTTP/2 offered), with a
@@ -80,7 +83,9 @@ func TestRouteOpenAIClientOverHTTPS(t *testing.T) {
 	}
 	var runs []run
 	var g *journalRig
-	g = newJournalRig(t, yaml, sharedStore(t)(), func(n int, _ caller) int {
+	url := redistest.Shared(t)
+	prefix := redistest.Prefix(t, url)
+	g = newJournalRig(t, yaml, redisStoreWithPrefix(t, url, prefix), func(n int, _ caller) int {
 		var resp *http.Response
 		client := openai.NewClient(
 			option.WithBaseURL("http://"+g.b.EgressAddr()+"/openai/v1/"),
@@ -129,15 +134,16 @@ func TestRouteOpenAIClientOverHTTPS(t *testing.T) {
 		path != "/v1/chat/completions" || auth != "Bearer "+apiKey {
 		t.Errorf("the model server saw %s %s with Authorization %q; want HTTP/2.0 /v1/chat/completions with the agent's key", p, path, auth)
 	}
-	g.store.mu.Lock()
-	defer g.store.mu.Unlock()
-	if len(g.store.appends) == 0 {
+	g.receipts(2) // the records are stored
+	if appends, _ := g.store.counts(); appends == 0 {
 		t.Fatal("nothing was journaled")
 	}
-	for _, a := range g.store.appends {
-		if strings.Contains(string(a), apiKey) {
-			t.Errorf("a journal entry holds the API key: %.200q", a)
-		}
+	stored := storedBytes(t, url, prefix)
+	if !strings.Contains(string(stored), "journal/") {
+		t.Fatal("the store holds no journal: the search below would prove nothing")
+	}
+	if strings.Contains(string(stored), apiKey) {
+		t.Error("the API key is in a stored byte")
 	}
 }
 
@@ -177,4 +183,54 @@ func TestRouteRefusals(t *testing.T) {
 	if resp.StatusCode != 403 {
 		t.Errorf("a path naming no route: %d, want 403 unknown-destination", resp.StatusCode)
 	}
+}
+
+// storedBytes returns every value Redis holds under prefix, of every kind,
+// concatenated: what a test searches for a secret that must not be stored.
+func storedBytes(t *testing.T, url, prefix string) []byte {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	add := func(vs ...string) {
+		for _, v := range vs {
+			out = append(append(out, v...), '\n')
+		}
+	}
+	for _, k := range keys {
+		add(k)
+		switch typ := rdb.Type(ctx, k).Val(); typ {
+		case "string":
+			add(rdb.Get(ctx, k).Val())
+		case "list":
+			add(rdb.LRange(ctx, k, 0, -1).Val()...)
+		case "hash":
+			for f, v := range rdb.HGetAll(ctx, k).Val() {
+				add(f, v)
+			}
+		case "set":
+			add(rdb.SMembers(ctx, k).Val()...)
+		case "zset":
+			add(rdb.ZRange(ctx, k, 0, -1).Val()...)
+		case "stream":
+			for _, m := range rdb.XRange(ctx, k, "-", "+").Val() {
+				for f, v := range m.Values {
+					add(f, fmt.Sprint(v))
+				}
+			}
+		case "none":
+		default:
+			t.Fatalf("key %s of type %s: read it here", k, typ)
+		}
+	}
+	return out
 }
