@@ -48,7 +48,7 @@ func (lw *LineWriter) write(r *http.Request, in *Info, rec *recorder, abort stri
 	b = append(b, `,"method":`...)
 	b = appendJSONString(b, r.Method)
 	b = append(b, `,"target":`...)
-	b = appendJSONString(b, r.URL.RequestURI())
+	b = appendJSONString(b, requestTarget(r))
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(rec.status), 10)
 	b = append(b, `,"bytes_in":`...)

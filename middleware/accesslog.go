@@ -39,7 +39,7 @@ func AccessLogTo(lines *LineWriter, log *slog.Logger, side Side, agent string) f
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rec := &recorder{ResponseWriter: w}
+			rec := &recorder{ResponseWriter: w, connect: r.Method == http.MethodConnect}
 			in := &Info{Side: side, Agent: agent, Start: time.Now(), rec: rec}
 			r = r.WithContext(WithInfo(r.Context(), in))
 			aborted := false
@@ -88,7 +88,7 @@ func slogLine(log *slog.Logger, r *http.Request, in *Info, rec *recorder, abort 
 		slog.String("trace_id", in.TraceID),
 		slog.String("edge", in.Edge()),
 		slog.String("method", r.Method),
-		slog.String("target", r.URL.RequestURI()),
+		slog.String("target", requestTarget(r)),
 		slog.Int("status", rec.status),
 		slog.Int64("bytes_in", r.ContentLength),
 		slog.Int64("bytes_out", rec.bytes),
@@ -115,8 +115,9 @@ func slogLine(log *slog.Logger, r *http.Request, in *Info, rec *recorder, abort 
 // recorder notes the status and the bytes written.
 type recorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	status  int
+	bytes   int64
+	connect bool // a CONNECT: hijacked once its tunnel is established (200)
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -143,11 +144,24 @@ func (r *recorder) Flush() {
 	_ = http.NewResponseController(r.ResponseWriter).Flush()
 }
 
-// Hijack hands the connection over for a protocol upgrade.
+// requestTarget is what an access line names as the request's target: its
+// path and query, or a CONNECT's host:port.
+func requestTarget(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		return r.Host
+	}
+	return r.URL.RequestURI()
+}
+
+// Hijack hands the connection over for a protocol upgrade, or for the
+// tunnel a CONNECT asked for.
 func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
 	if err == nil && r.status == 0 {
 		r.status = http.StatusSwitchingProtocols
+		if r.connect {
+			r.status = http.StatusOK
+		}
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("access log: hijack: %w", err)

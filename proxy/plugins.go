@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -111,6 +112,12 @@ type Plugins struct {
 	// again (package deadletter's auto replay).
 	BreakerClosed func(peer string)
 
+	// TLSIntercept lists the destinations whose TLS the egress terminates
+	// (package tlsintercept): a CONNECT to one, or in transparent mode a
+	// redirected TLS connection naming one. Nil: none; every HTTPS
+	// connection is tunnelled as it is.
+	TLSIntercept TLSInterceptor
+
 	// Admin adds the capabilities' routes to the admin listener, beside
 	// /healthz, /readyz and /metrics (sidecar/routes.go lists them).
 	Admin func(r chi.Router)
@@ -144,6 +151,20 @@ type Broadcasts interface {
 	// Route resolves r into in as a broadcast to group, or, when group is
 	// empty, to the peers r lists, and passes it on to next; or refuses it.
 	Route(w http.ResponseWriter, r *http.Request, in *middleware.Info, group string, next http.Handler)
+}
+
+// TLSInterceptor terminates the TLS of the destinations it lists, with
+// certificates of this Baton's CA (connect.go).
+type TLSInterceptor interface {
+	// Listed reports whether TLS to host:port is terminated here.
+	Listed(host string, port uint16) bool
+	// ServerConfig answers the agent's handshake for host:port: a
+	// certificate for host, TLS 1.2 or later, h2 and http/1.1.
+	ServerConfig(host string, port uint16) *tls.Config
+	// Refused is told of an agent that did not complete the handshake (a
+	// client that pins its server's certificate, or does not trust the
+	// CA), by the server name it asked for.
+	Refused(host string, err error)
 }
 
 // PeerRoutes are the routes destination resolution has to the configured

@@ -130,12 +130,8 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 				" is neither a configured peer nor in external.allow").With("destination", hostport).Write(w)
 			return
 		}
-		scheme := "http"
-		if port == "443" {
-			scheme = "https"
-		}
 		in.From, in.External = rs.agent, hostport
-		in.Target = &url.URL{Scheme: scheme, Host: hostport}
+		in.Target = &url.URL{Scheme: externalScheme(r, port), Host: hostport}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -159,6 +155,16 @@ func (rs *resolver) viaRoute(r *http.Request, in *middleware.Info, rt config.Rou
 		r.URL.Path, r.URL.RawPath = u.Path, u.RawPath
 	}
 	in.From, in.External, in.Target = rs.agent, rt.HostPort(), rt.ParsedURL
+}
+
+// externalScheme is how Baton reaches an external host on port: over TLS
+// on 443, or when the agent's own request was (a terminated connection's,
+// connect.go).
+func externalScheme(r *http.Request, port string) string {
+	if port == "443" || r.URL.Scheme == "https" {
+		return "https"
+	}
+	return "http"
 }
 
 // PeerRoute returns the route to peer: its URL and the hop limit of the

@@ -58,18 +58,20 @@ type Options struct {
 // ingress need no routing: every request runs the whole chain (a chi.Chain)
 // and ends at the reverse proxy, whatever its method or path.
 type Server struct {
-	cfg      *config.Config
-	store    state.Store
-	log      *slog.Logger
-	tracer   trace.Tracer
-	prop     propagation.TextMapPropagator
-	book     *record.Book
-	holder   *state.Holder    // this process as the holder of dedupe claims
-	unstored *unstored        // dead letters the store refused (unstored.go)
-	edges    map[string]*edge // by peer
-	sm       *serverMetrics   // metrics (edge_metrics.go)
-	tp       *transparent     // nil unless intercept.mode is transparent
-	plug     Plugins          // the capabilities plugged in (plugins.go)
+	cfg        *config.Config
+	store      state.Store
+	log        *slog.Logger
+	tracer     trace.Tracer
+	prop       propagation.TextMapPropagator
+	book       *record.Book
+	holder     *state.Holder    // this process as the holder of dedupe claims
+	dialer     *net.Dialer      // to external hosts, guarded: CONNECT tunnels (connect.go)
+	terminator *terminator      // terminates listed destinations' TLS (connect.go)
+	unstored   *unstored        // dead letters the store refused (unstored.go)
+	edges      map[string]*edge // by peer
+	sm         *serverMetrics   // metrics (edge_metrics.go)
+	tp         *transparent     // nil unless intercept.mode is transparent
+	plug       Plugins          // the capabilities plugged in (plugins.go)
 
 	hs *handlings // inbound handoffs being handled (handlings.go)
 
@@ -164,6 +166,11 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.plug = plug
+	s.dialer = &net.Dialer{Timeout: c.Timeouts.Dial.D(), KeepAlive: 30 * time.Second, Control: guard.Control}
+	s.terminator = &terminator{ic: plug.TLSIntercept, conns: newConnQueue(), timeout: handshakeTimeout}
+	if s.tp != nil {
+		s.tp.terminator = s.terminator
+	}
 	hs.ended = plug.HandlingEnded
 	rs.broadcasts = plug.Broadcasts
 	if s.tlsSrc, err = newTLS(c, o); err != nil {
@@ -245,6 +252,7 @@ func New(o Options) (*Server, error) {
 		middleware.Correlate(hs),
 		tracing,
 		rs.middleware,
+		s.connect, // connect.go
 		middleware.Identity,
 		middleware.Limit(c.Limits.MaxBodyBytes),
 		middleware.IdempotencyKey(hs, c.Records.MaxBodyBytes, ts.signer != nil),
@@ -291,7 +299,7 @@ func New(o Options) (*Server, error) {
 	).Handler(ingressProxy)
 
 	s.egressChain = eg
-	s.egress = s.httpServer(agentFacing(eg, plug.AgentPaths), errLog, c.Listen.H2C)
+	s.egress = s.httpServer(terminated(agentFacing(eg, plug.AgentPaths)), errLog, c.Listen.H2C)
 	s.ingress = s.httpServer(ig, errLog, c.Listen.H2C)
 	s.admin = s.httpServer(s.adminRouter(), errLog, false)
 	return s, nil
@@ -316,6 +324,7 @@ func (s *Server) httpServer(h http.Handler, errLog *log.Logger, h2c bool) *http.
 	if h2c {
 		var p http.Protocols
 		p.SetHTTP1(true)
+		p.SetHTTP2(true) // the egress's terminated TLS connections (connect.go)
 		p.SetUnencryptedHTTP2(true)
 		srv.Protocols = &p
 		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: h2cStreams}
@@ -347,6 +356,7 @@ func (s *Server) Start() error {
 	// it serves, and a process that held this ingress before it is dead.
 	host, _ := os.Hostname()
 	s.holder.Begin(context.Background(), host+"/"+s.cfg.Agent+"/"+s.listeners[1].Addr().String())
+	go func() { _ = s.egress.Serve(s.terminator.conns) }() // terminated TLS (connect.go)
 	for i, srv := range [3]*http.Server{s.egress, s.ingress, s.admin} {
 		go func(srv *http.Server, l net.Listener, name string) {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

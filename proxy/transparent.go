@@ -64,6 +64,8 @@ type transparent struct {
 	upstream *url.URL
 	upPort   uint16
 	ports    map[uint16]*url.URL
+	// terminator terminates the TLS of listed server names (connect.go).
+	terminator *terminator
 	// origDst finds a connection's original destination; tests replace it.
 	origDst func(net.Conn) (netip.AddrPort, bool, error)
 }
@@ -149,7 +151,7 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	if rc, ok := c.(*redirectedConn); ok {
 		return intercept.WithOriginalDst(ctx, rc.dst)
 	}
-	return ctx
+	return withTarget(ctx, c) // a terminated TLS connection (connect.go)
 }
 
 // upstreamFor is where ingress delivers: upstream, or, for a connection
@@ -381,6 +383,10 @@ func (tp *transparent) sniff(c net.Conn, dst netip.AddrPort, hand func(net.Conn)
 			c.Close()
 			return
 		}
+		if name, _ := splitHost(hostport); tp.terminator.listed(name, dst.Port()) {
+			tp.terminator.terminate(&redirectedConn{Conn: c, dst: dst, prefix: buf}, name, dst.Port())
+			return
+		}
 		tp.tunnel(c, dst, buf, "tls", sni)
 	case listed:
 		tp.tunnel(c, dst, buf, proto.String(), sni)
@@ -517,12 +523,8 @@ func (rs *resolver) viaOriginal(w http.ResponseWriter, r *http.Request, in *midd
 			" is neither a configured peer nor in external.allow").With("destination", hostport).Write(w)
 		return
 	}
-	scheme := "http"
-	if port == "443" {
-		scheme = "https"
-	}
 	in.From, in.External = rs.agent, hostport
-	in.Target = &url.URL{Scheme: scheme, Host: hostport}
+	in.Target = &url.URL{Scheme: externalScheme(r, port), Host: hostport}
 	next.ServeHTTP(w, r)
 }
 
