@@ -433,6 +433,7 @@ func (c *Config) ApplyDefaults() {
 	c.defaultContext()
 	c.defaultCompensation()
 	c.defaultTLS()
+	c.Intercept.TLS.applyDefaults()
 }
 
 // OutEdge returns the outbound edge to peer, if configured.

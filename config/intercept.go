@@ -13,6 +13,9 @@ type Intercept struct {
 	// ingress delivers a redirected inbound connection to (on upstream's
 	// host). A redirected connection to any other port is closed.
 	InboundPorts []int `yaml:"inbound_ports"`
+	// TLS lists the destinations whose TLS the egress terminates
+	// (intercept_tls.go).
+	TLS InterceptTLS `yaml:"tls"`
 }
 
 // The intercept modes.

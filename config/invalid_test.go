@@ -391,6 +391,20 @@ func TestParseInvalid(t *testing.T) {
 			want: []string{`external.allow[0]: must be a host name or IP, with at most a leading *. wildcard, got "api.*.com:443"`},
 		},
 		{
+			name: "TLS interception",
+			in: func(t *testing.T) string {
+				return example + "intercept: {tls: {hosts: [api.other.com:443, api.example.com], ca: {cert_file: /ca.crt}, bundle: ca.pem, leaf_ttl: 1m, cache_size: -1}}\n"
+			},
+			want: []string{
+				`intercept.tls.hosts[0]: must be allowed by external.allow (Baton terminates TLS only to hosts the agent may reach), got "api.other.com:443"`,
+				`intercept.tls.hosts[1]: must be host:port, e.g. api.example.com:443 or *.example.com:443, got "api.example.com"`,
+				`intercept.tls.ca: must set both cert_file and key_file, or neither (a CA made at start)`,
+				`intercept.tls.bundle: must be an absolute path, got "ca.pem"`,
+				`intercept.tls.leaf_ttl: must be a duration from 10m to 168h, got "1m0s"`,
+				`intercept.tls.cache_size: must be an integer > 0, got -1`,
+			},
+		},
+		{
 			name: "base-URL routes",
 			in: func(t *testing.T) string {
 				return edit(t, `external: {allow: ["api.example.com:443"]}`, `external: {allow: ["api.example.com:443"], routes: [`+
