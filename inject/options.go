@@ -76,6 +76,7 @@ type Options struct {
 	TLSSecret            string
 	NoProxy              []string
 	BaseURLs             []string // route names (AnnotationBaseURLs)
+	InterceptTLS         bool     // AnnotationInterceptTLS
 	ExcludeOutboundPorts string
 	ExcludeInboundPorts  string
 	ExcludeOutboundCIDRs string
@@ -204,6 +205,13 @@ func (c *Config) options(meta *metav1.ObjectMeta, fallbackName string) (Options,
 				break
 			}
 			o.NoProxy = append(o.NoProxy, e)
+		}
+	}
+	if v, ok := a[AnnotationInterceptTLS]; ok {
+		if b, err := strconv.ParseBool(v); err != nil {
+			bad(AnnotationInterceptTLS, "must be true or false")
+		} else {
+			o.InterceptTLS = b
 		}
 	}
 	if v := a[AnnotationBaseURLs]; v != "" {

@@ -162,3 +162,52 @@ func TestBaseURLs(t *testing.T) {
 		t.Errorf("an unknown route name: %v", err)
 	}
 }
+
+// TestInterceptTLS: baton.dev/intercept-tls mounts the volume Baton
+// publishes its CA bundle in (writable for Baton, read-only for the agent)
+// and points every runtime's trust at the bundle; in proxy mode HTTPS goes
+// through Baton too.
+func TestInterceptTLS(t *testing.T) {
+	t.Parallel()
+	in, err := New(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{ModeProxy, ModeTransparent} {
+		meta := &metav1.ObjectMeta{Name: "agent", Annotations: map[string]string{AnnotationInterceptTLS: "true", AnnotationIntercept: mode}}
+		spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}}
+		if _, err := in.Pod(meta, spec, ""); err != nil {
+			t.Fatal(err)
+		}
+		agent := &spec.Containers[0]
+		for _, name := range TrustBundleVars {
+			if e := envOf(agent, name); e == nil || e.Value != "/var/run/baton/ca/bundle.pem" {
+				t.Errorf("%s: %s = %+v", mode, name, e)
+			}
+		}
+		if e := envOf(agent, "HTTPS_PROXY"); (e != nil) != (mode == ModeProxy) || (e != nil && e.Value != "http://127.0.0.1:15001") {
+			t.Errorf("%s: HTTPS_PROXY %+v", mode, e)
+		}
+		mounted := func(c *corev1.Container, readOnly bool) bool {
+			for _, m := range c.VolumeMounts {
+				if m.Name == "baton-ca" && m.MountPath == "/var/run/baton/ca" && m.ReadOnly == readOnly {
+					return true
+				}
+			}
+			return false
+		}
+		var sidecar *corev1.Container
+		for i := range spec.InitContainers {
+			if spec.InitContainers[i].Name == ContainerName {
+				sidecar = &spec.InitContainers[i]
+			}
+		}
+		if !mounted(agent, true) || sidecar == nil || !mounted(sidecar, false) {
+			t.Errorf("%s: the CA volume is not mounted read-only in the agent and writable in Baton", mode)
+		}
+	}
+	_, err = testConfig().options(&metav1.ObjectMeta{Name: "p", Annotations: map[string]string{AnnotationInterceptTLS: "yes please"}}, "")
+	if err == nil || !strings.Contains(err.Error(), "annotation "+AnnotationInterceptTLS+": must be true or false") {
+		t.Errorf("a bad value: %v", err)
+	}
+}

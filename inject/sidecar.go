@@ -73,7 +73,7 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 		return o, errors.New("the pod uses hostNetwork: Baton's listeners and redirects would be the node's")
 	}
 	for _, v := range spec.Volumes {
-		if v.Name == configVolume || v.Name == keyVolume || v.Name == tlsVolume || v.Name == runVolume {
+		if v.Name == configVolume || v.Name == keyVolume || v.Name == tlsVolume || v.Name == runVolume || v.Name == caVolume {
 			return o, fmt.Errorf("the pod already has a volume named %s, which Baton's sidecar needs", v.Name)
 		}
 		if v.Name == instrumentVolume && o.instruments() {
@@ -142,6 +142,9 @@ func (in *Injector) Pod(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fallbackN
 			}
 		}
 	}
+	if o.InterceptTLS {
+		trustCA(spec, o) // trust.go
+	}
 	// The model SDKs' base URLs, on the egress: in either mode, a call to
 	// Baton's own port is served, not redirected.
 	for _, name := range o.BaseURLs {
@@ -189,6 +192,10 @@ func (in *Injector) sidecar(o Options) corev1.Container {
 		// Read-only, and updated in place by the kubelet when the Secret
 		// changes (a renewal): Baton reloads the files.
 		mounts = append(mounts, corev1.VolumeMount{Name: tlsVolume, MountPath: TLSDir, ReadOnly: true})
+	}
+	if o.InterceptTLS {
+		// Where Baton publishes its CA's bundle for the agent (trust.go).
+		mounts = append(mounts, corev1.VolumeMount{Name: caVolume, MountPath: CADir})
 	}
 	probe := func(path string, period, failures int32) *corev1.Probe {
 		return &corev1.Probe{

@@ -32,7 +32,10 @@ const execUsage = `  baton exec [--egress ADDR] [--config FILE] [--agent NAME]
                                  and for each of the config's external.routes that
                                  a model SDK knows, its base URL (OPENAI_BASE_URL,
                                  ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL,
-                                 AZURE_OPENAI_ENDPOINT); a variable already set is kept. --instrument loads
+                                 AZURE_OPENAI_ENDPOINT); with intercept.tls, HTTPS_PROXY
+                                 and https_proxy, and SSL_CERT_FILE, REQUESTS_CA_BUNDLE,
+                                 NODE_EXTRA_CA_CERTS and CURL_CA_BUNDLE naming the CA
+                                 bundle Baton publishes; a variable already set is kept. --instrument loads
                                  zero-code OpenTelemetry: nodejs from the app's
                                  node_modules, or any language from --otel-path DIR
                                  (laid out as the OpenTelemetry Operator's images).
@@ -118,6 +121,7 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 	lookup := func(name string) (string, bool) { return lookupEnviron(environ, name) }
 	egress, agent := config.DefaultEgress, f.agent
 	var routes []config.Route
+	var tlsi config.InterceptTLS
 	if f.config != "" {
 		c, err := readExecConfig(f.config, lookup)
 		if err != nil {
@@ -130,6 +134,7 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 			agent = c.Agent
 		}
 		routes = c.External.Routes
+		tlsi = c.Intercept.TLS
 	}
 	if f.egress != "" {
 		egress = f.egress
@@ -152,6 +157,19 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 	// Node.js 22.21 and 24 or later honour the proxy variables with it;
 	// older Node ignores both.
 	set("NODE_USE_ENV_PROXY", "1")
+	// HTTPS through Baton when it terminates some destinations' TLS, and
+	// its CA's bundle (with the system roots) as every runtime's trust.
+	if tlsi.Enabled() {
+		set("HTTPS_PROXY", proxy)
+		set("https_proxy", proxy)
+		bundle := tlsi.Bundle
+		if bundle == "" {
+			bundle = config.DefaultInterceptBundle
+		}
+		for _, name := range inject.TrustBundleVars {
+			set(name, bundle)
+		}
+	}
 	// The model SDKs' base URLs, for the config's base-URL routes.
 	for _, r := range routes {
 		if name, value, ok := config.RouteEnv(proxy, r.Name); ok {

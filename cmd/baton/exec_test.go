@@ -64,6 +64,11 @@ func TestExecEnvironment(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("agent: planner\nlisten: {egress: \"0.0.0.0:16001\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tlsPath := filepath.Join(cfgDir, "tls.yaml")
+	if err := os.WriteFile(tlsPath, []byte("agent: planner\nexternal: {allow: [api.openai.com:443]}\n"+
+		"intercept: {tls: {hosts: [api.openai.com:443], bundle: /run/ca/b.pem}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	routesPath := filepath.Join(cfgDir, "routes.yaml")
 	if err := os.WriteFile(routesPath, []byte("agent: planner\nexternal: {routes: [{name: openai}, {name: anthropic}, "+
 		"{name: azure-openai, url: 'https://r.openai.azure.com/'}, {name: llm, url: 'https://llm.internal/v1/'}]}\n"), 0o600); err != nil {
@@ -78,6 +83,7 @@ func TestExecEnvironment(t *testing.T) {
 		"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
 		"OTEL_SERVICE_NAME": unset, "MODEL": "small", "HOME": "/home/agent", "NODE_OPTIONS": unset,
 		"OPENAI_BASE_URL": unset, "ANTHROPIC_BASE_URL": unset, "AZURE_OPENAI_ENDPOINT": unset,
+		"HTTPS_PROXY": unset, "SSL_CERT_FILE": unset, "NODE_EXTRA_CA_CERTS": unset,
 	}
 	for _, tc := range []struct {
 		name    string
@@ -87,6 +93,10 @@ func TestExecEnvironment(t *testing.T) {
 		warn    string
 	}{
 		{name: "defaults", want: map[string]string{}},
+		{name: "HTTPS and the CA bundle when Baton terminates TLS", args: []string{"--config", tlsPath},
+			environ: []string{"SSL_CERT_FILE=/own.pem"},
+			want: map[string]string{"OTEL_SERVICE_NAME": "planner", "HTTPS_PROXY": "http://127.0.0.1:15001",
+				"SSL_CERT_FILE": "/own.pem", "NODE_EXTRA_CA_CERTS": "/run/ca/b.pem"}},
 		{name: "the model SDKs' base URLs for the config's routes", args: []string{"--config", routesPath},
 			environ: []string{"ANTHROPIC_BASE_URL=https://kept.example/"},
 			want: map[string]string{"OTEL_SERVICE_NAME": "planner", "OPENAI_BASE_URL": "http://127.0.0.1:15001/openai/v1",
