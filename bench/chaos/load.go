@@ -10,7 +10,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/batonproxy/baton/config"
 )
+
+// callTimeout bounds one request of a client or a relay agent: longer than
+// the time limit a Baton on the shipped defaults puts on a try
+// (timeouts.upstream_header), so that the caller hears Baton's own answer
+// (a 504 naming its dead letter) rather than giving up first.
+const callTimeout = config.DefaultUpstreamHeader + 10*time.Second
 
 // attempt is one request a client made.
 type attempt struct {
@@ -46,7 +54,7 @@ type driver struct {
 
 func newDriver(entry string, giveUp, interval time.Duration) *driver {
 	return &driver{entry: entry, giveUp: giveUp, interval: interval, keys: map[string]*keyState{},
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: 30 * time.Second}}
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: callTimeout}}
 }
 
 // run runs n clients until ctx ends; each finishes the order it is on.

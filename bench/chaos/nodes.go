@@ -197,14 +197,15 @@ func (n *batonNode) restart() error {
 }
 
 // link is a TCP proxy between two Batons: it passes connections through,
-// or cuts them (closing every open one and refusing new ones), or delays
-// each connection's first bytes.
+// or cuts them (closing every open one and refusing new ones), or holds
+// each new connection's bytes until it is healed.
 type link struct {
 	l      net.Listener
 	to     string
 	mu     sync.Mutex
 	cut    bool
-	delay  time.Duration
+	delay  time.Duration // the longest a new connection is held; 0: none
+	held   chan struct{} // closed when the hold ends
 	conns  map[net.Conn]struct{}
 	closed bool
 }
@@ -233,7 +234,7 @@ func (k *link) serve() {
 
 func (k *link) pass(c net.Conn) {
 	k.mu.Lock()
-	cut, delay := k.cut, k.delay
+	cut, delay, held := k.cut, k.delay, k.held
 	if !cut {
 		k.conns[c] = struct{}{}
 	}
@@ -244,7 +245,12 @@ func (k *link) pass(c net.Conn) {
 	}
 	defer k.forget(c)
 	if delay > 0 {
-		time.Sleep(delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-held:
+		}
+		t.Stop()
 	}
 	up, err := net.DialTimeout("tcp", k.to, 2*time.Second)
 	if err != nil {
@@ -266,6 +272,26 @@ func (k *link) forget(c net.Conn) {
 	k.mu.Lock()
 	delete(k.conns, c)
 	k.mu.Unlock()
+}
+
+// stall holds every new connection for up to d, until stall(0) lets them
+// go on; it drops the open ones, kept-alive connections too, so that every
+// try meets the hold.
+func (k *link) stall(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.held != nil {
+		close(k.held)
+		k.held = nil
+	}
+	k.delay = d
+	if d == 0 {
+		return
+	}
+	k.held = make(chan struct{})
+	for c := range k.conns {
+		c.Close()
+	}
 }
 
 // partition cuts the link (true) or heals it.
