@@ -18,10 +18,12 @@ const chaosUsage = `  baton chaos [--short] [--cluster] [--faults LIST] [--clien
               [--persist=false] [--redis-server PATH] [--json FILE] [--dir DIR]
                                  run a chain of three Batons (this binary) on a throwaway
                                  redis-server under load while faults are injected in
-                                 turn; print per fault the requests, errors, latency and
-                                 time to recover, then resume what did not complete and
-                                 check that no order's side effect ran twice and none was
-                                 lost: exit 1 if one was (docs/chaos.md)
+                                 turn; print per fault the requests, errors and latency,
+                                 and from its end the time to the first completed order,
+                                 to full recovery and the longest wait of an order; then
+                                 resume what did not complete and check that no order's
+                                 side effect ran twice and none was lost: exit 1 if one
+                                 was (docs/chaos.md)
 `
 
 // chaosCmd runs the chaos harness with this binary as the Batons.
