@@ -71,6 +71,9 @@ var faultDoc = map[string]string{
 		"when the fault ends (it rejoins as a replica)",
 }
 
+// FaultDoc says what fault name does; "" for a name that is no fault.
+func FaultDoc(name string) string { return faultDoc[name] }
+
 // cluster is what a run starts.
 type cluster struct {
 	redis   *redis        // one redis-server, or
