@@ -50,9 +50,9 @@ type Options struct {
 // ClusterFaultNames with a Redis Cluster.
 var (
 	FaultNames = []string{"agent-5xx", "agent-crash", "slow-peer", "partition", "link-delay",
-		"baton-kill", "baton-term", "redis-kill"}
+		"baton-kill", "baton-term", "baton-stop", "redis-kill"}
 	ClusterFaultNames = []string{"agent-5xx", "agent-crash", "slow-peer", "partition", "link-delay",
-		"baton-kill", "baton-term", "redis-failover"}
+		"baton-kill", "baton-term", "baton-stop", "redis-failover"}
 )
 
 // faultDoc says what each fault does.
@@ -66,6 +66,8 @@ var faultDoc = map[string]string{
 		"longer than Baton's default upstream header timeout, " + config.DefaultUpstreamHeader.String() + ", meets it)",
 	"baton-kill": "Baton b is SIGKILLed mid-request, and started again when the fault ends",
 	"baton-term": "Baton b is sent SIGTERM (it drains), and started again when the fault ends",
+	"baton-stop": "Baton b is frozen with SIGSTOP (its connections stay open, nothing answers), and " +
+		"continued with SIGCONT when the fault ends",
 	"redis-kill": "redis-server is SIGKILLed, and started again when the fault ends",
 	"redis-failover": "a Redis Cluster master is SIGKILLed (its replica takes over), and started again " +
 		"when the fault ends (it rejoins as a replica)",
@@ -111,6 +113,8 @@ func (c *cluster) inject(name string) error {
 		c.batons["b"].signal(syscall.SIGKILL, 5*time.Second)
 	case "baton-term":
 		c.batons["b"].signal(syscall.SIGTERM, termWait)
+	case "baton-stop":
+		c.batons["b"].pause()
 	case "redis-kill":
 		if c.redis == nil {
 			return fmt.Errorf("chaos: redis-kill needs one redis-server: with --cluster, use redis-failover")
@@ -137,6 +141,8 @@ func (c *cluster) heal(name string) error {
 		c.link.stall(0)
 	case "baton-kill", "baton-term":
 		return c.batons["b"].restart()
+	case "baton-stop":
+		c.batons["b"].resume()
 	case "redis-kill":
 		return c.redis.restart()
 	case "redis-failover":
@@ -145,6 +151,8 @@ func (c *cluster) heal(name string) error {
 	return nil
 }
 
+// close stops everything the run started; a Baton left paused by
+// baton-stop is continued first (process.signal).
 func (c *cluster) close() {
 	for _, b := range c.batons {
 		b.stop()

@@ -34,8 +34,9 @@ type process struct {
 	args []string
 	log  *os.File
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	paused bool // stopped with SIGSTOP: continue it before leaving it
 }
 
 func newProcess(dir, name, bin string, args ...string) (*process, error) {
@@ -55,12 +56,38 @@ func (p *process) start() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("chaos: starting %s: %w", p.name, err)
 	}
-	p.cmd = cmd
+	p.cmd, p.paused = cmd, false
 	go func() { _ = cmd.Wait() }()
 	return nil
 }
 
-// signal sends sig and waits up to wait for the process to end.
+// pause stops the process with SIGSTOP: its sockets stay open and it
+// answers nothing until resume. Should the harness die meanwhile, the
+// SIGKILL of Pdeathsig ends a stopped process too.
+func (p *process) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	p.paused = true // before the signal: a resume must follow even if it failed
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// resume continues the process after pause (SIGCONT). Every way out of a
+// paused process goes through here, so that none is left stopped.
+func (p *process) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.paused || p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	p.paused = false
+}
+
+// signal sends sig and waits up to wait for the process to end. A paused
+// process is continued, or it would act on no signal but SIGKILL.
 func (p *process) signal(sig syscall.Signal, wait time.Duration) {
 	p.mu.Lock()
 	cmd := p.cmd
@@ -69,6 +96,7 @@ func (p *process) signal(sig syscall.Signal, wait time.Duration) {
 		return
 	}
 	_ = cmd.Process.Signal(sig)
+	p.resume()
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
