@@ -17,7 +17,7 @@ import (
 // callTimeout bounds one request of a client or a relay agent: longer than
 // the time limit a Baton on the shipped defaults puts on a try
 // (timeouts.upstream_header), so that the caller hears Baton's own answer
-// (a 504 naming its dead letter) rather than giving up first.
+// rather than giving up first.
 const callTimeout = config.DefaultUpstreamHeader + 10*time.Second
 
 // attempt is one request a client made.

@@ -14,10 +14,14 @@ const (
 	// by rateStep.
 	rateSpan = time.Second
 	rateStep = 100 * time.Millisecond
-	// recoveredShare is the share of the warm-up's completion rate that
-	// counts as recovered: below 1 because the machine's other work moves
-	// the rate by more than a few percent from one second to the next.
+	// recoveredShare is the share of the warm-up's completion rate a span
+	// must reach to start full recovery, and relapseShare the share below
+	// which a later span ends it again. recoveredShare is below 1 because
+	// the rate wobbles from one second to the next and drifts over a run by
+	// some percent; relapseShare is well below it so that only a stall, not
+	// that wobble, counts as not recovered.
 	recoveredShare = 0.8
+	relapseShare   = 0.5
 )
 
 // completions returns when each completed attempt of load got its answer,
@@ -58,26 +62,27 @@ func firstCompletion(done []time.Time, heal, until time.Time) time.Duration {
 	return done[i].Sub(heal)
 }
 
-// fullRecovery is the time from heal to the moment from which the
-// completion rate stays at recoveredShare of baseline or more: the first
-// completion in the first of the spans (rateSpan long, a rateStep apart,
-// from heal on and ending by until) from which on every span has that
-// rate. Taking the completion rather than the span's start keeps the
-// figure from running ahead of the load by the share a span may miss. -1
-// when the last span is below the rate (the run had not recovered when
-// the recovery period ended), or no span fits.
+// fullRecovery is the time from heal to full recovery: the first
+// completion in the first span (rateSpan long, spans a rateStep apart from
+// heal on, ending by until) whose completion rate is recoveredShare of
+// baseline or more, and after which no span falls below relapseShare of
+// it. Taking the completion rather than the span's start keeps the figure
+// from running ahead of the load by the share a span may miss. -1 when no
+// span qualifies (the run had not recovered when the recovery period
+// ended).
 func fullRecovery(done []time.Time, heal, until time.Time, baseline float64) time.Duration {
 	if baseline <= 0 {
 		return -1
 	}
-	need := recoveredShare * baseline * rateSpan.Seconds()
+	enter := recoveredShare * baseline * rateSpan.Seconds()
+	relapse := relapseShare * baseline * rateSpan.Seconds()
 	from := time.Duration(-1)
 	for step := time.Duration(0); !heal.Add(step + rateSpan).After(until); step += rateStep {
-		n := countIn(done, heal.Add(step), heal.Add(step+rateSpan))
+		n := float64(countIn(done, heal.Add(step), heal.Add(step+rateSpan)))
 		switch {
-		case float64(n) < need || n == 0:
+		case n < relapse || n == 0:
 			from = -1
-		case from < 0:
+		case from < 0 && n >= enter:
 			from = step
 		}
 	}

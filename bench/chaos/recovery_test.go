@@ -43,7 +43,7 @@ func TestFirstCompletion(t *testing.T) {
 
 func TestFullRecovery(t *testing.T) {
 	t.Parallel()
-	const baseline = 20.0 // completions per second; recovered at 16 per rateSpan
+	const baseline = 20.0 // completions per second: full recovery starts at 16 per rateSpan, ends below 10
 	join := func(parts ...[]time.Time) []time.Time {
 		var out []time.Time
 		for _, p := range parts {
@@ -61,6 +61,8 @@ func TestFullRecovery(t *testing.T) {
 		{"a burst at the heal, then a dip, then back", join(every(10, 0, 300), every(50, 2000, 5000)), 2 * time.Second},
 		{"too slow throughout", every(100, 0, 5000), -1},
 		{"back, then down again by the end", every(50, 0, 3000), -1},
+		{"back, then a little slower", join(every(50, 0, 2000), every(70, 2000, 5000)), 0},
+		{"back, then a stall, then back", join(every(50, 0, 1000), every(50, 2500, 5000)), 2500 * time.Millisecond},
 		{"nothing", nil, -1},
 	}
 	for _, tt := range tests {

@@ -235,8 +235,8 @@ func (r *Report) write(w io.Writer) {
 	}
 	o := r.Overall
 	fmt.Fprintf(w, "%-14s %9d %7d %6d %6.1f%% %9s %9s\n\n", "overall", o.Requests, o.OK, o.Dead, 100*o.ErrorRate, ms(o.P50), ms(o.P99))
-	fmt.Fprintf(w, "after each fault's end: warm-up %.0f completions/s; full recovery is %.0f%% of that rate from then on\n",
-		r.Baseline, 100*recoveredShare)
+	fmt.Fprintf(w, "after each fault's end: warm-up %.0f completions/s; full recovery: a second at %.0f%% of that or more, none below %.0f%% after it\n",
+		r.Baseline, 100*recoveredShare, 100*relapseShare)
 	fmt.Fprintf(w, "%-14s %12s %12s %12s %14s\n", "fault", "open at heal", "first done", "full", "longest wait")
 	for _, p := range r.Faults {
 		fmt.Fprintf(w, "%-14s %12d %12s %12s %14s\n", p.Fault, p.OpenAtHeal, r.within(p.FirstCompletion),
