@@ -31,16 +31,17 @@ const (
 	faultNone   agentFault = iota
 	faultErrors            // answer 503 without the side effect
 	faultCrash             // drop the connection mid-request, before the side effect
-	faultSlow              // take longer than the caller's timeout, then do the side effect
+	faultSlow              // hold the request until the fault heals (at most slow), then do the side effect
 )
 
 // agents are the chain's agents, in process: each relays to the next
 // through its Baton's egress, and the last one makes the side effect the
 // run counts: one booking per order.
 type agents struct {
-	slow time.Duration // how long the leaf takes under faultSlow
+	slow time.Duration // the longest the leaf holds a request under faultSlow
 
-	fault atomic.Int32 // agentFault, for the leaf
+	fault  atomic.Int32  // agentFault, for the leaf
+	healed chan struct{} // under mu: closed when faultSlow ends
 
 	mu       sync.Mutex
 	effects  map[string]int            // order → the leaf's side effects
@@ -89,7 +90,7 @@ func (a *agents) startLazy(name, next string, egress *string) (string, error) {
 	if next == "" {
 		h = a.leaf(name)
 	} else {
-		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: callTimeout}
 		h = a.relay(name, next, egress, client)
 	}
 	mux := http.NewServeMux()
@@ -101,6 +102,40 @@ func (a *agents) startLazy(name, next string, egress *string) (string, error) {
 	a.servers = append(a.servers, srv)
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String(), nil
+}
+
+// setFault sets what the leaf does from now on.
+func (a *agents) setFault(f agentFault) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.healed != nil {
+		close(a.healed) // what the slow fault holds goes on
+		a.healed = nil
+	}
+	if f == faultSlow {
+		a.healed = make(chan struct{})
+	}
+	a.fault.Store(int32(f))
+}
+
+// hold waits, under faultSlow, until the fault heals or a.slow has passed,
+// and reports whether the caller is still there.
+func (a *agents) hold(r *http.Request) bool {
+	a.mu.Lock()
+	healed := a.healed
+	a.mu.Unlock()
+	if healed == nil {
+		return true // healed since the fault was read
+	}
+	t := time.NewTimer(a.slow)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-healed:
+	case <-r.Context().Done():
+		return false
+	}
+	return r.Context().Err() == nil
 }
 
 func (a *agents) close() {
@@ -202,9 +237,7 @@ func (a *agents) leaf(name string) http.HandlerFunc {
 		case faultCrash:
 			panic(http.ErrAbortHandler) // the connection drops before the booking
 		case faultSlow:
-			select {
-			case <-time.After(a.slow):
-			case <-r.Context().Done():
+			if !a.hold(r) {
 				return // the caller gave up before the booking
 			}
 		}

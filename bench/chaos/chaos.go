@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/batonproxy/baton/config"
 )
 
 // Options configure a run.
@@ -48,24 +50,31 @@ type Options struct {
 // ClusterFaultNames with a Redis Cluster.
 var (
 	FaultNames = []string{"agent-5xx", "agent-crash", "slow-peer", "partition", "link-delay",
-		"baton-kill", "baton-term", "redis-kill"}
+		"baton-kill", "baton-term", "baton-stop", "redis-kill"}
 	ClusterFaultNames = []string{"agent-5xx", "agent-crash", "slow-peer", "partition", "link-delay",
-		"baton-kill", "baton-term", "redis-failover"}
+		"baton-kill", "baton-term", "baton-stop", "redis-failover"}
 )
 
 // faultDoc says what each fault does.
 var faultDoc = map[string]string{
 	"agent-5xx":   "agent c answers 503 to every request (no booking)",
 	"agent-crash": "agent c drops each connection mid-request, before booking",
-	"slow-peer":   "agent c takes longer than Baton b's per-try timeout, then books",
-	"partition":   "the link between Batons a and b closes every connection and refuses new ones",
-	"link-delay":  "the link drops its connections and holds each new one past Baton a's per-try timeout",
-	"baton-kill":  "Baton b is SIGKILLed mid-request, and started again when the fault ends",
-	"baton-term":  "Baton b is sent SIGTERM (it drains), and started again when the fault ends",
-	"redis-kill":  "redis-server is SIGKILLed, and started again when the fault ends",
+	"slow-peer": "agent c holds each request until the fault ends, then books (a hold longer than " +
+		"Baton's default upstream header timeout, " + config.DefaultUpstreamHeader.String() + ", meets it)",
+	"partition": "the link between Batons a and b closes every connection and refuses new ones",
+	"link-delay": "the link drops its connections and holds each new one until the fault ends (a hold " +
+		"longer than Baton's default upstream header timeout, " + config.DefaultUpstreamHeader.String() + ", meets it)",
+	"baton-kill": "Baton b is SIGKILLed mid-request, and started again when the fault ends",
+	"baton-term": "Baton b is sent SIGTERM (it drains), and started again when the fault ends",
+	"baton-stop": "Baton b is frozen with SIGSTOP (its connections stay open, nothing answers), and " +
+		"continued with SIGCONT when the fault ends",
+	"redis-kill": "redis-server is SIGKILLed, and started again when the fault ends",
 	"redis-failover": "a Redis Cluster master is SIGKILLed (its replica takes over), and started again " +
 		"when the fault ends (it rejoins as a replica)",
 }
+
+// FaultDoc says what fault name does; "" for a name that is no fault.
+func FaultDoc(name string) string { return faultDoc[name] }
 
 // cluster is what a run starts.
 type cluster struct {
@@ -74,33 +83,38 @@ type cluster struct {
 	batons  map[string]*batonNode
 	link    *link
 	agents  *agents
-	slow    time.Duration
 	persist bool
 }
 
-const perTry = time.Second
+// stallFor bounds how long slow-peer and link-delay hold a request: a
+// little past the only time limit a Baton on the shipped defaults puts on
+// a try (no per_try_timeout; timeouts.upstream_header). A fault shorter
+// than that ends first and lets what it held go on, as a peer or link that
+// recovers does; a longer one meets Baton's timeout.
+const stallFor = config.DefaultUpstreamHeader + 500*time.Millisecond
+
+// termWait is how long baton-term waits for Baton b to drain and exit
+// before killing it: its default shutdown grace, and a little more.
+const termWait = config.DefaultShutdownGrace + 5*time.Second
 
 func (c *cluster) inject(name string) error {
 	switch name {
 	case "agent-5xx":
-		c.agents.fault.Store(int32(faultErrors))
+		c.agents.setFault(faultErrors)
 	case "agent-crash":
-		c.agents.fault.Store(int32(faultCrash))
+		c.agents.setFault(faultCrash)
 	case "slow-peer":
-		c.agents.fault.Store(int32(faultSlow))
+		c.agents.setFault(faultSlow)
 	case "partition":
 		c.link.partition(true)
 	case "link-delay":
-		c.link.mu.Lock()
-		c.link.delay = perTry + 500*time.Millisecond
-		for conn := range c.link.conns { // kept-alive connections too: every try meets the delay
-			conn.Close()
-		}
-		c.link.mu.Unlock()
+		c.link.stall(stallFor)
 	case "baton-kill":
 		c.batons["b"].signal(syscall.SIGKILL, 5*time.Second)
 	case "baton-term":
-		c.batons["b"].signal(syscall.SIGTERM, 20*time.Second)
+		c.batons["b"].signal(syscall.SIGTERM, termWait)
+	case "baton-stop":
+		c.batons["b"].pause()
 	case "redis-kill":
 		if c.redis == nil {
 			return fmt.Errorf("chaos: redis-kill needs one redis-server: with --cluster, use redis-failover")
@@ -120,15 +134,15 @@ func (c *cluster) inject(name string) error {
 func (c *cluster) heal(name string) error {
 	switch name {
 	case "agent-5xx", "agent-crash", "slow-peer":
-		c.agents.fault.Store(int32(faultNone))
+		c.agents.setFault(faultNone)
 	case "partition":
 		c.link.partition(false)
 	case "link-delay":
-		c.link.mu.Lock()
-		c.link.delay = 0
-		c.link.mu.Unlock()
+		c.link.stall(0)
 	case "baton-kill", "baton-term":
 		return c.batons["b"].restart()
+	case "baton-stop":
+		c.batons["b"].resume()
 	case "redis-kill":
 		return c.redis.restart()
 	case "redis-failover":
@@ -137,6 +151,8 @@ func (c *cluster) heal(name string) error {
 	return nil
 }
 
+// close stops everything the run started; a Baton left paused by
+// baton-stop is continued first (process.signal).
 func (c *cluster) close() {
 	for _, b := range c.batons {
 		b.stop()
@@ -157,8 +173,8 @@ func (c *cluster) close() {
 
 // start brings the chain up.
 func start(o Options) (*cluster, error) {
-	c := &cluster{batons: map[string]*batonNode{}, slow: perTry + 500*time.Millisecond, persist: o.Persist}
-	c.agents = newAgents(c.slow)
+	c := &cluster{batons: map[string]*batonNode{}, persist: o.Persist}
+	c.agents = newAgents(stallFor)
 	var err error
 	store := ""
 	if o.Cluster {
@@ -172,12 +188,11 @@ func start(o Options) (*cluster, error) {
 		}
 		store = "url: " + c.redis.url()
 	}
-	// No edges: the clients, which run no Baton, may call a. Every Baton
-	// retries and breaks alike.
-	common := "log_level: info\nstore: {redis: {" + store + ", op_timeout: 500ms, dial_timeout: 500ms}}\n" +
-		"dedupe: {lease: 2s}\nshutdown_grace: 10s\n" +
-		"retry: {attempts: 2, backoff: 50ms, max_backoff: 500ms, per_try_timeout: " + perTry.String() + ", budget: 0.5}\n" +
-		"breaker: {failures: 5, open_for: 1s}\n"
+	// No edges: the clients, which run no Baton, may call a. Nothing else
+	// is set: every Baton runs the shipped defaults (timeouts, retries,
+	// breaker, dedupe lease, store timeouts), so that what the run measures
+	// is what a user who sets none of them gets.
+	common := "store: {redis: {" + store + "}}\n"
 	cURL, err := c.agents.startLazy("c", "", nil)
 	if err != nil {
 		return c, err

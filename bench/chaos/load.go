@@ -10,17 +10,34 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/batonproxy/baton/config"
 )
+
+// callTimeout bounds one request of a client or a relay agent: longer than
+// the time limit a Baton on the shipped defaults puts on a try
+// (timeouts.upstream_header), so that the caller hears Baton's own answer
+// rather than giving up first.
+const callTimeout = config.DefaultUpstreamHeader + 10*time.Second
 
 // attempt is one request a client made.
 type attempt struct {
-	start   time.Time
-	latency time.Duration
-	status  int // 0: no answer (a transport error)
-	dead    string
+	id       string // the order
+	start    time.Time
+	latency  time.Duration
+	status   int // 0: no answer (a transport error)
+	dead     string
+	resuming bool // made by the resume after the load
 }
 
 func (a attempt) ok() bool { return a.status >= 200 && a.status < 300 }
+
+// end is when the answer came (or the request failed).
+func (a attempt) end() time.Time { return a.start.Add(a.latency) }
+
+// final reports whether the answer ended the order for a client under
+// load: it completed, or named a dead letter.
+func (a attempt) final() bool { return a.ok() || a.dead != "" }
 
 // keyState is where one order's key ended.
 type keyState struct {
@@ -46,7 +63,7 @@ type driver struct {
 
 func newDriver(entry string, giveUp, interval time.Duration) *driver {
 	return &driver{entry: entry, giveUp: giveUp, interval: interval, keys: map[string]*keyState{},
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: 30 * time.Second}}
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: callTimeout}}
 }
 
 // run runs n clients until ctx ends; each finishes the order it is on.
@@ -85,6 +102,7 @@ func (d *driver) place(id string, until time.Time, resuming bool) bool {
 	body := `{"order":"` + id + `"}`
 	for wait := 50 * time.Millisecond; time.Now().Before(until); {
 		a := d.send(id, body)
+		a.resuming = resuming
 		d.mu.Lock()
 		d.attempts = append(d.attempts, a)
 		st.attempts++
@@ -107,7 +125,7 @@ func (d *driver) place(id string, until time.Time, resuming bool) bool {
 }
 
 func (d *driver) send(id, body string) attempt {
-	a := attempt{start: time.Now()}
+	a := attempt{id: id, start: time.Now()}
 	req, _ := http.NewRequest(http.MethodPost, "http://"+d.entry+"/orders", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", strconv.Quote(id))

@@ -34,8 +34,9 @@ type process struct {
 	args []string
 	log  *os.File
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	paused bool // stopped with SIGSTOP: continue it before leaving it
 }
 
 func newProcess(dir, name, bin string, args ...string) (*process, error) {
@@ -55,12 +56,38 @@ func (p *process) start() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("chaos: starting %s: %w", p.name, err)
 	}
-	p.cmd = cmd
+	p.cmd, p.paused = cmd, false
 	go func() { _ = cmd.Wait() }()
 	return nil
 }
 
-// signal sends sig and waits up to wait for the process to end.
+// pause stops the process with SIGSTOP: its sockets stay open and it
+// answers nothing until resume. Should the harness die meanwhile, the
+// SIGKILL of Pdeathsig ends a stopped process too.
+func (p *process) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	p.paused = true // before the signal: a resume must follow even if it failed
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// resume continues the process after pause (SIGCONT). Every way out of a
+// paused process goes through here, so that none is left stopped.
+func (p *process) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.paused || p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	p.paused = false
+}
+
+// signal sends sig and waits up to wait for the process to end. A paused
+// process is continued, or it would act on no signal but SIGKILL.
 func (p *process) signal(sig syscall.Signal, wait time.Duration) {
 	p.mu.Lock()
 	cmd := p.cmd
@@ -69,6 +96,7 @@ func (p *process) signal(sig syscall.Signal, wait time.Duration) {
 		return
 	}
 	_ = cmd.Process.Signal(sig)
+	p.resume()
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
@@ -197,14 +225,15 @@ func (n *batonNode) restart() error {
 }
 
 // link is a TCP proxy between two Batons: it passes connections through,
-// or cuts them (closing every open one and refusing new ones), or delays
-// each connection's first bytes.
+// or cuts them (closing every open one and refusing new ones), or holds
+// each new connection's bytes until it is healed.
 type link struct {
 	l      net.Listener
 	to     string
 	mu     sync.Mutex
 	cut    bool
-	delay  time.Duration
+	delay  time.Duration // the longest a new connection is held; 0: none
+	held   chan struct{} // closed when the hold ends
 	conns  map[net.Conn]struct{}
 	closed bool
 }
@@ -233,7 +262,7 @@ func (k *link) serve() {
 
 func (k *link) pass(c net.Conn) {
 	k.mu.Lock()
-	cut, delay := k.cut, k.delay
+	cut, delay, held := k.cut, k.delay, k.held
 	if !cut {
 		k.conns[c] = struct{}{}
 	}
@@ -244,7 +273,12 @@ func (k *link) pass(c net.Conn) {
 	}
 	defer k.forget(c)
 	if delay > 0 {
-		time.Sleep(delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-held:
+		}
+		t.Stop()
 	}
 	up, err := net.DialTimeout("tcp", k.to, 2*time.Second)
 	if err != nil {
@@ -266,6 +300,26 @@ func (k *link) forget(c net.Conn) {
 	k.mu.Lock()
 	delete(k.conns, c)
 	k.mu.Unlock()
+}
+
+// stall holds every new connection for up to d, until stall(0) lets them
+// go on; it drops the open ones, kept-alive connections too, so that every
+// try meets the hold.
+func (k *link) stall(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.held != nil {
+		close(k.held)
+		k.held = nil
+	}
+	k.delay = d
+	if d == 0 {
+		return
+	}
+	k.held = make(chan struct{})
+	for c := range k.conns {
+		c.Close()
+	}
 }
 
 // partition cuts the link (true) or heals it.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -28,12 +27,18 @@ type Window struct {
 	P99       time.Duration `json:"p99"`
 }
 
-// PhaseReport is one fault's figures.
+// PhaseReport is one fault's figures. The durations after the fault are
+// counted from its end (the heal); -1 is "not within the recovery period".
 type PhaseReport struct {
 	Fault   string        `json:"fault"`
 	During  Window        `json:"during"`
 	After   Window        `json:"after"`
-	Recover time.Duration `json:"time_to_recover"` // from the fault's end to the first second without errors; -1: not within the run
+	Recover time.Duration `json:"time_to_recover"` // to the first whole second without errors
+
+	OpenAtHeal      int           `json:"open_at_heal"`             // orders placed before the heal and not ended at it
+	FirstCompletion time.Duration `json:"time_to_first_completion"` // to the first answer that completed an order
+	FullRecovery    time.Duration `json:"time_to_full_recovery"`    // to when the completion rate is back for good (recovery.go)
+	LongestWait     time.Duration `json:"longest_wait_after_heal"`  // the longest an order open at the heal waited past it
 }
 
 // Report is what a run found.
@@ -42,6 +47,9 @@ type Report struct {
 	Phases  []phase       `json:"-"`
 	Faults  []PhaseReport `json:"faults"`
 	Overall Window        `json:"overall"`
+	// Baseline is the completion rate of the warm-up, before any fault:
+	// what full recovery is measured against.
+	Baseline float64 `json:"warmup_completions_per_second"`
 
 	Placed       int `json:"placed"`        // orders the clients placed
 	Completed    int `json:"completed"`     // ...that completed during the load
@@ -153,12 +161,23 @@ func (r *Report) note(s string) {
 	}
 }
 
-// measure computes each phase's windows from the attempts.
+// measure computes each phase's windows and recovery from the attempts.
 func (r *Report) measure(attempts []attempt) {
 	r.Overall = window(attempts, time.Time{}, time.Now())
+	var load []attempt
+	for _, a := range attempts {
+		if !a.resuming {
+			load = append(load, a)
+		}
+	}
+	done, orders := completions(load), ordersOf(load)
+	warm := r.Phases[0]
+	r.Baseline = ratePerSecond(done, warm.start, warm.end)
 	for _, p := range r.Phases[1:] {
 		pr := PhaseReport{Fault: p.name, During: window(attempts, p.start, p.end), After: window(attempts, p.end, p.after),
-			Recover: recovery(attempts, p.end, p.after)}
+			Recover: recovery(attempts, p.end, p.after), FirstCompletion: firstCompletion(done, p.end, p.after),
+			FullRecovery: fullRecovery(done, p.end, p.after, r.Baseline)}
+		pr.OpenAtHeal, pr.LongestWait = waitsPast(orders, p.end)
 		r.Faults = append(r.Faults, pr)
 	}
 }
@@ -190,33 +209,13 @@ func window(attempts []attempt, from, to time.Time) Window {
 	return w
 }
 
-// recovery is the time from end to the start of the first whole second of
-// attempts, within [end, until), in which every attempt succeeded; -1 when
-// there is none.
-func recovery(attempts []attempt, end, until time.Time) time.Duration {
-	var in []attempt
-	for _, a := range attempts {
-		if !a.start.Before(end) && a.start.Before(until) {
-			in = append(in, a)
-		}
+// within writes a duration after a heal, or that it was longer than the
+// recovery period.
+func (r *Report) within(d time.Duration) string {
+	if d < 0 {
+		return ">" + ms(r.Options.Recover)
 	}
-	sort.Slice(in, func(i, j int) bool { return in[i].start.Before(in[j].start) })
-	for step := time.Duration(0); end.Add(step + time.Second).Before(until.Add(time.Millisecond)); step += 100 * time.Millisecond {
-		from, to := end.Add(step), end.Add(step+time.Second)
-		n, bad := 0, 0
-		for _, a := range in {
-			if !a.start.Before(from) && a.start.Before(to) {
-				n++
-				if !a.ok() {
-					bad++
-				}
-			}
-		}
-		if n > 0 && bad == 0 {
-			return step
-		}
-	}
-	return -1
+	return ms(d)
 }
 
 func ms(d time.Duration) string {
@@ -236,6 +235,14 @@ func (r *Report) write(w io.Writer) {
 	}
 	o := r.Overall
 	fmt.Fprintf(w, "%-14s %9d %7d %6d %6.1f%% %9s %9s\n\n", "overall", o.Requests, o.OK, o.Dead, 100*o.ErrorRate, ms(o.P50), ms(o.P99))
+	fmt.Fprintf(w, "after each fault's end: warm-up %.0f completions/s; full recovery: a second at %.0f%% of that or more, none below %.0f%% after it\n",
+		r.Baseline, 100*recoveredShare, 100*relapseShare)
+	fmt.Fprintf(w, "%-14s %12s %12s %12s %14s\n", "fault", "open at heal", "first done", "full", "longest wait")
+	for _, p := range r.Faults {
+		fmt.Fprintf(w, "%-14s %12d %12s %12s %14s\n", p.Fault, p.OpenAtHeal, r.within(p.FirstCompletion),
+			r.within(p.FullRecovery), ms(p.LongestWait))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "orders placed %d: completed %d, dead-lettered %d, given up %d; resumed %d; completed in the end %d\n",
 		r.Placed, r.Completed, r.DeadLettered, r.Open, r.Resumed, r.Final)
 	fmt.Fprintf(w, "side effects: %d order(s) booked more than once; lost: %d; dead letters still listed: %d\n",

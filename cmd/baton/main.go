@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 	case "dlq":
 		return dlqCmd(rest, stdout, env)
 	case "chaos":
-		return chaosCmd(ctx, rest, stdout)
+		return chaosCmd(ctx, rest, stdout, stderr)
 	case "approvals":
 		return approvalsCmd(rest, stdout, env)
 	case "approve", "deny":
