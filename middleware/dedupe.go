@@ -162,8 +162,15 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 	if in.Nonce != nil {
 		ops = append(ops, *in.Nonce)
 	}
-	res, err := d.store.ClaimMany(r.Context(), ops)
+	// Not cut short by a caller that goes away: a claim whose reply is lost
+	// may stand in the store all the same.
+	res, err := d.store.ClaimMany(context.WithoutCancel(r.Context()), ops)
 	if err != nil {
+		// The claim may have been made though its reply was lost (a
+		// timeout, a connection cut): it is released when the store
+		// answers, and taken over meanwhile by the next request with its
+		// key (dedupe_kept.go), instead of refusing it as in flight.
+		d.kept.keep(skey, &keptWrite{pending: c.value(), edge: in.Edge()})
 		d.storeFailed(w, r, in, pol, err)
 		return
 	}

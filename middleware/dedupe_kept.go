@@ -44,10 +44,16 @@ type keptWrite struct {
 	edge    string
 }
 
+// cost is what w kept for skey counts against maxKeptBytes: its bytes and
+// its map entry's.
+func (w *keptWrite) cost(skey string) int {
+	return len(w.final) + len(w.pending) + len(skey) + 64
+}
+
 const (
 	// keptRetry is how often kept writes are tried again.
 	keptRetry = 250 * time.Millisecond
-	// maxKeptBytes bounds the final answers kept in the process.
+	// maxKeptBytes bounds the writes kept in the process.
 	maxKeptBytes = 64 << 20
 )
 
@@ -61,13 +67,13 @@ func (k *kept) keep(skey string, w *keptWrite) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if old := k.writes[skey]; old != nil {
-		k.size -= len(old.final)
+		k.size -= old.cost(skey)
 	}
-	if k.size+len(w.final) > maxKeptBytes {
+	if k.size+w.cost(skey) > maxKeptBytes {
 		return false
 	}
 	k.writes[skey] = w
-	k.size += len(w.final)
+	k.size += w.cost(skey)
 	k.n.Store(int32(len(k.writes)))
 	if !k.running {
 		k.running = true
@@ -118,7 +124,7 @@ func (k *kept) done(skey string, w *keptWrite) {
 	defer k.mu.Unlock()
 	if k.writes[skey] == w {
 		delete(k.writes, skey)
-		k.size -= len(w.final)
+		k.size -= w.cost(skey)
 		k.n.Store(int32(len(k.writes)))
 	}
 }

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/state/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestDedupeAnswerKeptWhileStoreDown: the agent answers while Redis is
@@ -138,4 +140,46 @@ func durableRedis(t *testing.T) (*redistest.Server, state.Store) {
 		t.Fatal(err)
 	}
 	return srv, store
+}
+
+// TestDedupeClaimWhoseReplyWasLost: the store makes a claim but its reply
+// never reaches the Baton (it times out waiting). The request is refused
+// with 503, retryable, and the claim that stands in the store is no
+// obstacle to the resend: it is delivered, not refused as in flight for the
+// length of a lease.
+func TestDedupeClaimWhoseReplyWasLost(t *testing.T) {
+	t.Parallel()
+	url := redistest.Shared(t)
+	prefix := redistest.Prefix(t, url)
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := redistest.NewGate(t, opts.Addr)
+	agent, agentURL := newKeyedAgent(t, func(int64) bool { return false })
+	b := startBaton(t, holderConfig(agentURL, "127.0.0.1:0", "redis://"+gate.Addr, prefix, ", op_timeout: 300ms"), nil)
+
+	// A first handoff leaves a connection to Redis ready in the pool: the
+	// claim below is sent at once, not held in a new connection's hello.
+	if st, _, err := sendKeyed(b.IngressAddr(), "warm-up"); err != nil || st != 200 {
+		t.Fatalf("warm-up: %d %v", st, err)
+	}
+	gate.Hold()
+	st, _, err := sendKeyed(b.IngressAddr(), "lost-reply-1")
+	if err != nil || st != 503 {
+		t.Fatalf("the claim's reply held: %d %v, want 503 store-unavailable", st, err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if n, err := rdb.Keys(context.Background(), prefix+"idem:*").Result(); err != nil || len(n) != 2 {
+		t.Fatalf("the claim is not in the store (%v, %v): the test would show nothing", n, err)
+	}
+	gate.Open()
+	st, body, err := sendKeyed(b.IngressAddr(), "lost-reply-1")
+	if err != nil || st != 200 || body != "done" {
+		t.Fatalf("the resend: %d %q %v, want it delivered", st, body, err)
+	}
+	if n := agent.calls.Load(); n != 2 {
+		t.Errorf("agent ran %d times, want twice (the warm-up, and the resend once)", n)
+	}
 }
