@@ -70,6 +70,10 @@ func TestCAKeyNeverShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m, err := NewMinter(ca, Hosts{}, MinterOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	k := ca.key.(*ecdsa.PrivateKey)
 	d, err := k.Bytes()
 	if err != nil {
@@ -84,11 +88,11 @@ func TestCAKeyNeverShown(t *testing.T) {
 		base64.StdEncoding.EncodeToString(pkcs8), fmt.Sprintf("%x", pkcs8)}
 	var shown []string
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
-		shown = append(shown, fmt.Sprintf(verb, ca), fmt.Sprintf(verb, *ca))
+		shown = append(shown, fmt.Sprintf(verb, ca), fmt.Sprintf(verb, *ca), fmt.Sprintf(verb, m))
 	}
 	var logs bytes.Buffer
-	slog.New(slog.NewTextHandler(&logs, nil)).Info("ca", "ca", ca)
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("ca", "ca", ca)
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("ca", "ca", ca, "minter", m)
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("ca", "ca", ca, "minter", m)
 	j, _ := json.Marshal(ca)
 	shown = append(shown, logs.String(), string(j))
 	for _, s := range shown {
@@ -167,7 +171,8 @@ func rsaKey(t testing.TB) *rsa.PrivateKey {
 	return k
 }
 
-// TestLoadCA loads CAs from the files a Secret holds, in each key format.
+// TestLoadCA loads CAs from the files a Secret holds, in each key format,
+// and mints a leaf that chains to each.
 func TestLoadCA(t *testing.T) {
 	t.Parallel()
 	year := time.Now().Add(365 * 24 * time.Hour)
@@ -189,9 +194,15 @@ func TestLoadCA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ca.Certificate().Subject.CommonName != "test CA" || !ca.key.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(tc.key.Public()) {
-				t.Error("loaded another CA")
+			m, err := NewMinter(ca, mustHosts(t, "api.example.com:443"), MinterOptions{}, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
+			c, err := m.CertificateFor("api.example.com", 443)
+			if err != nil {
+				t.Fatal(err)
+			}
+			verifyLeaf(t, c, ca.CertPEM(), "api.example.com")
 		})
 	}
 }
@@ -248,5 +259,53 @@ func TestLoadCARefuses(t *testing.T) {
 				t.Errorf("error %q, want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestLoadCAChain: the certificates after the CA's in its file (those it
+// chains up through) are sent with each leaf and published with the CA.
+func TestLoadCAChain(t *testing.T) {
+	t.Parallel()
+	rootCert, rootKey := caFiles(t, ecKey(t), true, time.Now().Add(time.Hour), "PRIVATE KEY") // a root that may sign CAs
+	root, err := LoadCA(rootCert, rootKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ecKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "intermediate"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, root.cert, key.Public(), root.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeFile(t, certFile, append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), root.CertPEM()...))
+	kb, _ := x509.MarshalECPrivateKey(key)
+	writeFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
+	ca, err := LoadCA(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.Certificate().Subject.CommonName != "intermediate" {
+		t.Errorf("the CA is %s, want the first certificate of the file", ca.Certificate().Subject)
+	}
+	m, err := NewMinter(ca, mustHosts(t, "api.example.com:443"), MinterOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.CertificateFor("api.example.com", 443)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Certificate) != 3 {
+		t.Errorf("a leaf is sent with %d certificates, want itself, the CA and the root", len(c.Certificate))
+	}
+	verifyLeaf(t, c, root.CertPEM(), "api.example.com") // through the intermediate the leaf is sent with
+	if !bytes.Contains(ca.CertPEM(), root.CertPEM()) {
+		t.Error("CertPEM leaves out the chain")
 	}
 }
