@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -47,13 +49,15 @@ func verifyLeaf(t *testing.T, c *tls.Certificate, rootsPEM []byte, name string) 
 	}
 }
 
-// fixture is a minter, its CA as an agent's Go client trusts it, and its
-// metrics read by hand.
+// fixture is a minter whose CA is published, with a public root beside it
+// in the bundle, and its metrics read by hand.
 type fixture struct {
 	ca     *CA
 	m      *Minter
 	reader *sdkmetric.ManualReader
-	pool   *x509.CertPool // the CA, as an agent's Go client trusts it
+	bundle string         // the published bundle's path
+	pool   *x509.CertPool // the bundle, as an agent's Go client trusts it
+	public *CA            // a root of the "system" roots, not Baton's
 }
 
 func newFixture(t *testing.T, opts MinterOptions, entries ...string) *fixture {
@@ -62,8 +66,24 @@ func newFixture(t *testing.T, opts MinterOptions, entries ...string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	public, err := NewCA("a public root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := filepath.Join(t.TempDir(), "ca-certificates.crt")
+	writeFile(t, roots, public.CertPEM())
+	bundle := filepath.Join(t.TempDir(), "trust", "ca.pem")
+	if err := ca.publishBundle(bundle, []string{roots}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.CertPEM())
+	if !pool.AppendCertsFromPEM(b) {
+		t.Fatal("the bundle holds no certificate")
+	}
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
@@ -71,7 +91,7 @@ func newFixture(t *testing.T, opts MinterOptions, entries ...string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{ca: ca, m: m, reader: reader, pool: pool}
+	return &fixture{ca: ca, m: m, reader: reader, bundle: bundle, pool: pool, public: public}
 }
 
 // counts are the minter's metrics: leaves minted, lookups by result,

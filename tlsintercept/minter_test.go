@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// TestHandshake: a client that trusts only the CA completes a
+// TestHandshake: a client that trusts only the published bundle completes a
 // handshake for a listed name, with either protocol ALPN offers, and gets a
 // short-lived P-256 leaf for that name alone, sent with the CA.
 func TestHandshake(t *testing.T) {
@@ -168,7 +168,7 @@ func TestCertificateLocalPort(t *testing.T) {
 
 // TestHTTP serves HTTP/2 and HTTP/1.1 with the minter's configuration
 // behind an http.Server whose ConnContext names the target, to clients
-// that trust the CA alone; the second connection's leaf is the cached
+// that trust the bundle alone; the second connection's leaf is the cached
 // one.
 func TestHTTP(t *testing.T) {
 	t.Parallel()
