@@ -11,16 +11,19 @@
 //     roots, published atomically to a file (bundle.go);
 //   - leaves: minted on demand for listed names only, ECDSA P-256,
 //     short-lived, cached (bounded) and minted once however many
-//     handshakes ask at once, served as a tls.Config's GetCertificate
-//     (minter.go);
+//     handshakes ask at once (minter.go);
+//   - the server side of an intercepted connection: a tls.Config per
+//     destination, or one whose GetCertificate reads the destination from
+//     the handshake's context (server.go);
 //   - the metrics baton.tls.intercept.certificates.minted,
 //     baton.tls.intercept.certificate.cache and
 //     baton.tls.intercept.mint.duration (metrics.go).
 //
-// A listener that terminates an intercepted connection serves it with
-// Minter.TLSConfig and names each handshake's destination with WithTarget;
-// whoever starts Baton publishes the bundle (CA.PublishBundle) where the
-// agent's environment points. It keeps nothing in the store: the CA and
-// its leaves live and die with the process. It uses state (the bounded
-// FIFO its leaves are cached in).
+// The egress asks Minter.Listed whether to terminate a connection and
+// serves it with Minter.ServerConfig (the shape of proxy.TLSInterceptor,
+// but for Refused); whoever starts Baton publishes the bundle
+// (CA.PublishBundle) where the agent's environment points. It keeps
+// nothing in the store: the CA and its leaves live and die with the
+// process. It uses state (the bounded FIFO its leaves and configurations
+// are kept in).
 package tlsintercept

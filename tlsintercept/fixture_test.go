@@ -134,14 +134,22 @@ func (f *fixture) counts(t *testing.T) counts {
 	return c
 }
 
-// server terminates TLS on a loopback listener with cfg, each handshake
-// for the target host and port, and reports each handshake's error.
+// server terminates TLS on a loopback listener, reports each handshake's
+// error, and writes "ok" on each connection it completes.
 type server struct {
 	addr string
 	errs chan error
 }
 
+// serve serves with cfg, each handshake for the target host and port.
 func serve(t testing.TB, cfg *tls.Config, host string, port uint16) *server {
+	t.Helper()
+	return serveEach(t, func() *tls.Config { return cfg }, WithTarget(context.Background(), host, port))
+}
+
+// serveEach serves each connection with the configuration cfg returns
+// then, its handshake with ctx.
+func serveEach(t testing.TB, cfg func() *tls.Config, ctx context.Context) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -158,13 +166,14 @@ func serve(t testing.TB, cfg *tls.Config, host string, port uint16) *server {
 			}
 			wg.Go(func() {
 				defer c.Close()
-				tc := tls.Server(c, cfg)
-				err := tc.HandshakeContext(WithTarget(context.Background(), host, port))
+				tc := tls.Server(c, cfg())
+				err := tc.HandshakeContext(ctx)
 				select {
 				case s.errs <- err:
 				default:
 				}
 				if err == nil {
+					_, _ = io.WriteString(tc, "ok")
 					_, _ = io.Copy(io.Discard, tc) // until the client closes
 				}
 			})

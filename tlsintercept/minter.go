@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -57,6 +56,7 @@ type Minter struct {
 	hosts   Hosts
 	ttl     time.Duration
 	cache   *state.FIFO[*tls.Certificate] // by name; an entry expires when its leaf is due to be minted again
+	configs *state.FIFO[*tls.Config]      // ServerConfig's, by destination
 	metrics *minterMetrics
 
 	mu       sync.Mutex
@@ -103,6 +103,7 @@ func NewMinter(ca *CA, hosts Hosts, opts MinterOptions, mp metric.MeterProvider)
 		hosts:    hosts,
 		ttl:      opts.LeafTTL,
 		cache:    state.NewFIFO[*tls.Certificate](opts.CacheSize, opts.LeafTTL-opts.LeafTTL/3),
+		configs:  state.NewFIFO[*tls.Config](opts.CacheSize, 0),
 		metrics:  mm,
 		inflight: map[string]*minting{},
 	}, nil
@@ -111,61 +112,9 @@ func NewMinter(ca *CA, hosts Hosts, opts MinterOptions, mp metric.MeterProvider)
 // Hosts returns the destinations m mints leaves for.
 func (m *Minter) Hosts() Hosts { return m.hosts }
 
-// TLSConfig returns a new server configuration for the agent's side of an
-// intercepted connection: TLS 1.2 or later, ALPN h2 and http/1.1, leaves
-// from Certificate. Make one and share it across connections (it holds
-// the session ticket keys); hand each handshake its destination with
-// WithTarget.
-func (m *Minter) TLSConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion:     tls.VersionTLS12,
-		NextProtos:     []string{"h2", "http/1.1"},
-		GetCertificate: m.Certificate,
-	}
-}
-
-type targetKey struct{}
-
-type target struct {
-	host string
-	port uint16
-}
-
-// WithTarget returns ctx carrying the destination an intercepted
-// connection is for: the CONNECT target, or a redirected connection's
-// original destination (host "" when only its port is known). Pass it to
-// tls.Conn.HandshakeContext, or return it from http.Server.ConnContext.
-func WithTarget(ctx context.Context, host string, port uint16) context.Context {
-	return context.WithValue(ctx, targetKey{}, target{host: host, port: port})
-}
-
-// Certificate is a tls.Config.GetCertificate: the leaf for the name the
-// ClientHello asks for (its SNI) on the destination's port. The port is
-// the one WithTarget put in the handshake's context, else the connection's
-// local port (a listener on the destination's port itself, or a TPROXY
-// socket). A ClientHello without SNI gets the leaf of the target's host
-// when WithTarget named one, and is refused otherwise. A name not listed
-// on that port is refused with ErrNotListed, and the handshake fails.
-func (m *Minter) Certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	ctx := hello.Context()
-	if ctx == nil { // a ClientHelloInfo made by hand
-		ctx = context.Background()
-	}
-	t, ok := ctx.Value(targetKey{}).(target)
-	if !ok && hello.Conn != nil {
-		if ap, err := netip.ParseAddrPort(hello.Conn.LocalAddr().String()); err == nil {
-			t.port = ap.Port()
-		}
-	}
-	name := hello.ServerName
-	if name == "" {
-		name = t.host
-	}
-	if name == "" {
-		return nil, fmt.Errorf("tlsintercept: a ClientHello without a server name, for no known host: %w", ErrNotListed)
-	}
-	return m.certificate(ctx, name, t.port)
-}
+// Listed reports whether host on port is listed: whether Baton terminates
+// TLS to it.
+func (m *Minter) Listed(host string, port uint16) bool { return m.hosts.Match(host, port) }
 
 // CertificateFor returns the leaf for host on port (a CONNECT target whose
 // client sent no SNI), refusing one not listed with ErrNotListed.
