@@ -24,9 +24,9 @@ import (
 const (
 	DefaultLeafTTL   = 6 * time.Hour
 	DefaultCacheSize = 1024
-	// MaxLeafTTL bounds LeafTTL: a leaf is short-lived, so that one that
-	// leaks is soon worthless.
-	MaxLeafTTL = 24 * time.Hour
+	// MaxLeafTTL bounds LeafTTL, as intercept.tls.leaf_ttl is bounded: a
+	// leaf is short-lived, so that one that leaks is soon worthless.
+	MaxLeafTTL = 7 * 24 * time.Hour
 	// leafBackdate is how long before its minting a leaf is valid from,
 	// for an agent whose clock is a little behind Baton's.
 	leafBackdate = 5 * time.Minute
