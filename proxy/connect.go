@@ -162,7 +162,7 @@ func (t *terminator) terminate(c net.Conn, host string, port uint16) {
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
-		t.ic.Refused(host, err)
+		t.ic.Refused(host, port, err)
 		tc.Close()
 		return
 	}

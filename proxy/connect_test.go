@@ -1,13 +1,22 @@
 package proxy_test
 
 import (
+	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
+	neturl "net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/batonproxy/baton/journal"
+	"github.com/batonproxy/baton/state/redistest"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // TestConnectTunnelsUnlisted: with Baton as its HTTPS proxy, an agent's
@@ -27,7 +36,7 @@ func TestConnectTunnelsUnlisted(t *testing.T) {
 
 	var seen *tls.ConnectionState
 	client := &http.Client{Transport: &http.Transport{
-		Proxy:           http.ProxyURL(&url.URL{Scheme: "http", Host: b.EgressAddr()}),
+		Proxy:           http.ProxyURL(&neturl.URL{Scheme: "http", Host: b.EgressAddr()}),
 		TLSClientConfig: site.Client().Transport.(*http.Transport).TLSClientConfig.Clone(),
 	}}
 	resp, err := client.Get("https://" + host + "/page")
@@ -53,5 +62,100 @@ func TestConnectTunnelsUnlisted(t *testing.T) {
 	_, err = client.Get("https://" + other.Listener.Addr().String() + "/")
 	if err == nil || !strings.Contains(err.Error(), "Forbidden") {
 		t.Errorf("CONNECT to a host not allowed: %v, want 403", err)
+	}
+}
+
+// TestConnectInterceptsListed: an agent whose OpenAI SDK has Baton as its
+// HTTPS proxy and trusts only the bundle Baton published streams a chat
+// completion from a model server over HTTPS. Its TLS ends at Baton (a
+// certificate of Baton's CA, HTTP/2), the call goes through the egress
+// chain and is journaled, and Baton reaches the model server over TLS it
+// verifies (HTTP/2): the re-run is answered from the journal, the model
+// server's counter unchanged, the API key in no stored byte.
+func TestConnectInterceptsListed(t *testing.T) {
+	t.Parallel()
+	model := newTLSModel(t)
+	bundle := filepath.Join(t.TempDir(), "ca", "bundle.pem")
+	const apiKey = "sk-connect-0123456789abcdef"
+	yaml := "external: {allow: ['" + model.host() + "'], ca_file: " + model.caFile + "}\n" +
+		"intercept: {tls: {hosts: ['" + model.host() + "'], bundle: " + bundle + "}}\n" +
+		"journal: {hosts: ['" + model.host() + "']}\n"
+	url := redistest.Shared(t)
+	prefix := redistest.Prefix(t, url)
+	type run struct {
+		text, replayed, proto string
+		chunks                int
+	}
+	var runs []run
+	var g *journalRig
+	g = newJournalRig(t, yaml, redisStoreWithPrefix(t, url, prefix), func(n int, _ caller) int {
+		pem, err := os.ReadFile(bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(pem)
+		var resp *http.Response
+		client := openai.NewClient(
+			option.WithBaseURL("https://"+model.host()+"/v1/"),
+			option.WithAPIKey(apiKey),
+			option.WithMaxRetries(0),
+			option.WithHTTPClient(&http.Client{Transport: &http.Transport{
+				Proxy:             http.ProxyURL(&neturl.URL{Scheme: "http", Host: g.b.EgressAddr()}),
+				TLSClientConfig:   &tls.Config{RootCAs: roots},
+				ForceAttemptHTTP2: true,
+			}}),
+			option.WithHeader("Baggage", *g.baggage.Load()),
+			option.WithResponseInto(&resp),
+		)
+		stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model:    "m-1",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("plan the offsite")},
+		})
+		var acc openai.ChatCompletionAccumulator
+		r := run{}
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+			r.chunks++
+		}
+		if err := stream.Err(); err != nil {
+			t.Errorf("run %d: stream: %v", n, err)
+		}
+		if len(acc.Choices) > 0 {
+			r.text = acc.Choices[0].Message.Content
+		}
+		if resp != nil {
+			r.replayed, r.proto = resp.Header.Get(journal.HeaderReplayed), resp.Proto
+			if resp.TLS == nil || resp.TLS.PeerCertificates[0].Issuer.CommonName == model.srv.Certificate().Issuer.CommonName {
+				t.Errorf("run %d: the agent's TLS did not end at Baton", n)
+			}
+		}
+		runs = append(runs, r)
+		return failFirst(n)
+	})
+	g.handle("k-connect")
+	g.handle("k-connect")
+	if len(runs) != 2 {
+		t.Fatalf("the agent ran %d times, want 2", len(runs))
+	}
+	if runs[0].text == "" || runs[0].chunks != 3 || runs[0].replayed != "" || runs[0].proto != "HTTP/2.0" {
+		t.Errorf("first run: %+v; want the model's 3 chunks over HTTP/2, not replayed", runs[0])
+	}
+	if runs[1].text != runs[0].text || runs[1].chunks != 3 || runs[1].replayed != "true" {
+		t.Errorf("re-run: %+v; want the first run's stream, replayed", runs[1])
+	}
+	if n := model.calls.Load(); n != 1 {
+		t.Errorf("the model was called %d times, want 1", n)
+	}
+	if p, auth := loaded(&model.proto), loaded(&model.auth); p != "HTTP/2.0" || auth != "Bearer "+apiKey {
+		t.Errorf("the model server saw %s with Authorization %q", p, auth)
+	}
+	g.receipts(2)
+	stored := storedBytes(t, url, prefix)
+	if !strings.Contains(string(stored), "journal/") {
+		t.Fatal("the store holds no journal: the search below would prove nothing")
+	}
+	if strings.Contains(string(stored), apiKey) {
+		t.Error("the API key is in a stored byte")
 	}
 }

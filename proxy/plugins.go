@@ -161,10 +161,10 @@ type TLSInterceptor interface {
 	// ServerConfig answers the agent's handshake for host:port: a
 	// certificate for host, TLS 1.2 or later, h2 and http/1.1.
 	ServerConfig(host string, port uint16) *tls.Config
-	// Refused is told of an agent that did not complete the handshake (a
-	// client that pins its server's certificate, or does not trust the
-	// CA), by the server name it asked for.
-	Refused(host string, err error)
+	// Refused is told of an agent that did not complete the handshake for
+	// host:port (a client that pins its server's certificate, or does not
+	// trust the CA).
+	Refused(host string, port uint16, err error)
 }
 
 // PeerRoutes are the routes destination resolution has to the configured

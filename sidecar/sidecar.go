@@ -25,6 +25,7 @@ import (
 	"github.com/batonproxy/baton/mcpsession"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/records"
+	"github.com/batonproxy/baton/tlsintercept"
 )
 
 // Baton is one assembled Baton: its request path, with the capabilities
@@ -53,6 +54,8 @@ type Baton struct {
 	// Broadcaster sends one handoff to the members of a group, or to the
 	// peers a request lists.
 	Broadcaster *broadcast.Broadcaster
+	// TLSIntercept is nil unless intercept.tls lists destinations.
+	TLSIntercept *tlsintercept.Interceptor
 }
 
 // New assembles a Baton from o; nothing listens until Start.
@@ -150,6 +153,16 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 	// routes as resolution has them (docs/broadcast.md).
 	b.Broadcaster = broadcast.New(broadcast.Options{Config: c, Peers: p.Peers})
 	pl.Broadcasts, pl.FanOut = b.Broadcaster, b.Broadcaster.FanOut
+
+	// TLS interception: the egress terminates the TLS of the destinations
+	// intercept.tls lists, with leaves of this Baton's CA, whose bundle is
+	// published for the agent to trust (docs/tls-interception.md).
+	if c.Intercept.TLS.Enabled() {
+		if b.TLSIntercept, err = tlsintercept.New(c, p.Meters, p.Log); err != nil {
+			return pl, err
+		}
+		pl.TLSIntercept = b.TLSIntercept
+	}
 
 	pl.Admin = b.adminRoutes(c.AdminToken)
 	return pl, nil

@@ -93,27 +93,32 @@ func parseIP(name string) (netip.Addr, bool) {
 }
 
 // Match reports whether host on port is listed.
-func (h Hosts) Match(host string, port uint16) bool {
+func (h Hosts) Match(host string, port uint16) bool { return h.Entry(host, port) != "" }
+
+// Entry returns the entry that lists host on port ("*.example.com:443" for
+// a name under a wildcard), or "" when none does: a label as bounded as the
+// list, where the name is the agent's to choose.
+func (h Hosts) Entry(host string, port uint16) string {
 	if port == 0 {
-		return false
+		return ""
 	}
 	name := normalName(host)
 	if name == "" {
-		return false
+		return ""
 	}
 	hp := net.JoinHostPort(name, strconv.Itoa(int(port)))
 	if h.exact[hp] {
-		return true
+		return hp
 	}
 	if _, ip := parseIP(name); ip {
-		return false
+		return ""
 	}
 	for _, s := range h.suffixes {
 		if len(hp) > len(s) && strings.HasSuffix(hp, s) {
-			return true
+			return "*" + s
 		}
 	}
-	return false
+	return ""
 }
 
 // MatchHostPort is Match for "host:port" (a CONNECT target, an
