@@ -17,6 +17,7 @@ import (
 	"github.com/batonproxy/baton/state/redistest"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // TestConnectTunnelsUnlisted: with Baton as its HTTPS proxy, an agent's
@@ -149,6 +150,30 @@ func TestConnectInterceptsListed(t *testing.T) {
 	}
 	if p, auth := loaded(&model.proto), loaded(&model.auth); p != "HTTP/2.0" || auth != "Bearer "+apiKey {
 		t.Errorf("the model server saw %s with Authorization %q", p, auth)
+	}
+	// One leaf minted for the host, the second run's handshake served from
+	// the cache (or resumed: no leaf asked for at all).
+	var minted, misses int64
+	var rm metricdata.ResourceMetrics
+	if err := g.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range sum.DataPoints {
+					switch v, _ := dp.Attributes.Value("result"); {
+					case m.Name == "baton.tls.intercept.certificates.minted":
+						minted += dp.Value
+					case m.Name == "baton.tls.intercept.certificate.cache" && v.AsString() == "miss":
+						misses += dp.Value
+					}
+				}
+			}
+		}
+	}
+	if minted != 1 || misses != 1 {
+		t.Errorf("leaves minted %d, cache misses %d; want one of each for one host", minted, misses)
 	}
 	g.receipts(2)
 	stored := storedBytes(t, url, prefix)

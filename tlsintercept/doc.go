@@ -17,13 +17,14 @@
 //     the handshake's context (server.go);
 //   - the metrics baton.tls.intercept.certificates.minted,
 //     baton.tls.intercept.certificate.cache and
-//     baton.tls.intercept.mint.duration (metrics.go).
-//
-// The egress asks Minter.Listed whether to terminate a connection and
-// serves it with Minter.ServerConfig (the shape of proxy.TLSInterceptor,
-// but for Refused); whoever starts Baton publishes the bundle
-// (CA.PublishBundle) where the agent's environment points. It keeps
+//     baton.tls.intercept.mint.duration (metrics.go), and
+//     baton.tls.intercept.handshakes.refused (interceptor.go);
+//   - Interceptor, what the egress asks (proxy.TLSInterceptor): whether to
+//     terminate a connection (Listed), the configuration that answers its
+//     handshake (ServerConfig), and the agents that refused the
+//     certificate (Refused). New makes it from the config and publishes
+//     the bundle where the agent's environment points. It keeps
 // nothing in the store: the CA and its leaves live and die with the
-// process. It uses state (the bounded FIFO its leaves and configurations
-// are kept in).
+// process. It uses config and state (the bounded FIFO its leaves and
+// configurations are kept in).
 package tlsintercept
