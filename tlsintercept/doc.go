@@ -24,6 +24,7 @@
 //     handshake (ServerConfig), and the agents that refused the
 //     certificate (Refused). New makes it from the config and publishes
 //     the bundle where the agent's environment points. It keeps
+//
 // nothing in the store: the CA and its leaves live and die with the
 // process. It uses config and state (the bounded FIFO its leaves and
 // configurations are kept in).
