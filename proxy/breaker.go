@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -27,13 +28,31 @@ const breakerJitter = 0.2
 // gobreaker's own open time is the shortest that breaker may choose; for
 // the rest of the time it chose, breaker refuses as gobreaker does, with
 // gobreaker.ErrOpenState, and reports the state open.
+//
+// A peer that could not be reached (no connection opened) is watched while
+// the breaker is open: it is dialled every reachEvery, and once it accepts
+// a connection again the breaker lets the next try through at once, as a
+// probe, whatever open time it chose. So a Baton that restarted, or a link
+// that healed, is back in about a second, while a peer that answers with
+// failures is still probed ever less often.
 type breaker struct {
 	cb            *gobreaker.CircuitBreaker[*http.Response]
 	openFor, most time.Duration
 	born          time.Time    // until counts from here, on the monotonic clock
 	until         atomic.Int64 // open until born+until; 0: not since it last closed
 	failedProbes  int          // in a row since it last closed; under gobreaker's lock
+
+	// reach dials the peer (nil: not watched); reached is told when it
+	// answers again.
+	reach       func(ctx context.Context) error
+	reached     func()
+	unreachable atomic.Bool   // the last try failed to open a connection
+	watching    atomic.Uint64 // the watch running; bumped to end it
 }
+
+// reachEvery is how often an unreachable peer is dialled while the breaker
+// is open.
+const reachEvery = 250 * time.Millisecond
 
 // newBreaker returns the breaker of the edge to peer. changed is told of
 // each change of state, with the time the breaker stays open when it opens;
@@ -93,12 +112,43 @@ func (b *breaker) changed(from, to gobreaker.State) time.Duration {
 		}
 		d := openTime(b.openFor, b.most, b.failedProbes, rand.Float64())
 		b.until.Store(int64(time.Since(b.born) + d))
+		gen := b.watching.Add(1)
+		if b.reach != nil && b.unreachable.Load() {
+			go b.watch(gen)
+		}
 		return d
 	case gobreaker.StateClosed:
 		b.failedProbes = 0
 		b.until.Store(0)
+		b.watching.Add(1)
 	}
 	return 0
+}
+
+// tried notes how a try ended: whether it failed to open a connection.
+func (b *breaker) tried(err error) { b.unreachable.Store(err != nil && notSent(err)) }
+
+// watch dials the unreachable peer while the breaker holds open (and the
+// watch is the current one); when the peer accepts a connection, the hold
+// ends: the next try is the probe.
+func (b *breaker) watch(gen uint64) {
+	t := time.NewTicker(reachEvery)
+	defer t.Stop()
+	for range t.C {
+		if b.watching.Load() != gen || !b.held() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 4*reachEvery)
+		err := b.reach(ctx)
+		cancel()
+		if err == nil && b.watching.Load() == gen {
+			b.until.Store(0)
+			if b.reached != nil {
+				b.reached()
+			}
+			return
+		}
+	}
 }
 
 // openTime is how long the breaker stays open after failedProbes probes in

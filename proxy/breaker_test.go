@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,5 +105,69 @@ func BenchmarkBreakerExecute(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestBreakerWatchesUnreachablePeer: a breaker opened by a peer that could
+// not be reached lets the next try through as soon as the peer accepts a
+// connection again, long before the open time it chose; one opened by
+// failures the peer answered keeps its open time.
+func TestBreakerWatchesUnreachablePeer(t *testing.T) {
+	t.Parallel()
+	bc := config.Breaker{Failures: 1, OpenFor: config.Duration(50 * time.Millisecond),
+		MaxOpenFor: config.Duration(time.Minute), HalfOpenRequests: 1}
+	var up atomic.Bool
+	var reached atomic.Int64
+	b := newBreaker("p", bc, func(gobreaker.State, gobreaker.State, time.Duration) {})
+	b.reach = func(context.Context) error {
+		if up.Load() {
+			return nil
+		}
+		return errors.New("connection refused")
+	}
+	b.reached = func() { reached.Add(1) }
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	try := func(err error) {
+		b.Execute(func() (*http.Response, error) { b.tried(err); return nil, err })
+	}
+	waitUnheld := func() {
+		for end := time.Now().Add(10 * time.Second); b.held(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatal("the breaker held open for more than 10s")
+			}
+		}
+	}
+	// Open, and let five probes fail: the hold grows to 1.6s, ±20%.
+	try(refused)
+	for range 5 {
+		waitUnheld()
+		time.Sleep(time.Millisecond) // past gobreaker's own open time too
+		try(refused)
+	}
+	chosen := b.until.Load()
+	if !b.held() || time.Duration(chosen)-time.Since(b.born) < time.Second {
+		t.Fatalf("the breaker does not hold open for a second or more after failed probes (held %v)", b.held())
+	}
+	up.Store(true)
+	waitUnheld()
+	if at := int64(time.Since(b.born)); at >= chosen {
+		t.Errorf("the hold ended at its chosen time, not when the peer was reachable again")
+	}
+	if reached.Load() != 1 {
+		t.Errorf("reached was told %d times, want once", reached.Load())
+	}
+	b.Execute(func() (*http.Response, error) { b.tried(nil); return nil, nil })
+	if s := b.State(); s != gobreaker.StateClosed {
+		t.Errorf("the probe succeeded and the breaker is %v", s)
+	}
+
+	// A peer that answers with failures is not watched: the hold stands.
+	bc.OpenFor = config.Duration(2 * time.Second)
+	b2 := newBreaker("q", bc, func(gobreaker.State, gobreaker.State, time.Duration) {})
+	b2.reach = b.reach
+	b2.Execute(func() (*http.Response, error) { b2.tried(nil); return nil, errPeerStatus })
+	time.Sleep(4 * reachEvery)
+	if !b2.held() {
+		t.Error("a breaker opened by the peer's failure answers let tries through when the peer was reachable")
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -94,7 +96,30 @@ func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.B
 			onClose()
 		}
 	})
+	if p, ok := c.Peers[to]; ok && p.ParsedURL != nil {
+		addr := peerAddr(p.ParsedURL)
+		d := &net.Dialer{}
+		e.breaker.reach = func(ctx context.Context) error {
+			conn, err := d.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				conn.Close()
+			}
+			return err
+		}
+		e.breaker.reached = func() { log.Info("circuit breaker: peer reachable again; the next handoff probes it", "peer", e.to) }
+	}
 	return e
+}
+
+// peerAddr is the host:port a peer's URL is reached at.
+func peerAddr(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 type recordKey struct{}

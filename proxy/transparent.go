@@ -388,6 +388,10 @@ func (tp *transparent) sniff(c net.Conn, dst netip.AddrPort, hand func(net.Conn)
 			return
 		}
 		tp.tunnel(c, dst, buf, "tls", sni)
+	case proto == intercept.TLS && tp.terminator.listed(dst.Addr().String(), dst.Port()):
+		// No server name: a client addressing the server by IP, which
+		// intercept.tls lists.
+		tp.terminator.terminate(&redirectedConn{Conn: c, dst: dst, prefix: buf}, dst.Addr().String(), dst.Port())
 	case listed:
 		tp.tunnel(c, dst, buf, proto.String(), sni)
 	default:

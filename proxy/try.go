@@ -42,6 +42,7 @@ func (e *edge) try(req *http.Request, body []byte, deadline time.Time) (*http.Re
 	}
 	resp, err := e.breaker.Execute(func() (*http.Response, error) {
 		resp, err := e.next.RoundTrip(withMemoryBody(req.WithContext(ctx), body))
+		e.breaker.tried(err)
 		if err != nil {
 			if req.Context().Err() != nil {
 				return nil, fmt.Errorf("%w: %w", errCallerGone, err)
