@@ -234,7 +234,7 @@ func TestAgentsJSModelsOverTLS(t *testing.T) {
 		t.Errorf("the agent ran %d times, want 2", n.Runs)
 	}
 	site.mu.Lock()
-	if !site.protos["HTTP/2.0"] || !site.auth["Bearer "+openaiKey] || !site.auth[anthropicKey] {
+	if !site.protos["HTTP/2.0"] || !site.auth["Bearer "+openaiKey] || !(site.auth[anthropicKey] || site.auth["Bearer "+anthropicKey]) {
 		t.Errorf("the servers saw protocols %v and credentials %v: want HTTP/2 from Baton and the agent's keys", site.protos, site.auth)
 	}
 	site.mu.Unlock()
