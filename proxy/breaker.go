@@ -29,12 +29,13 @@ const breakerJitter = 0.2
 // the rest of the time it chose, breaker refuses as gobreaker does, with
 // gobreaker.ErrOpenState, and reports the state open.
 //
-// A peer that could not be reached (no connection opened) is watched while
-// the breaker is open: it is dialled every reachEvery, and once it accepts
-// a connection again the breaker lets the next try through at once, as a
-// probe, whatever open time it chose. So a Baton that restarted, or a link
-// that healed, is back in about a second, while a peer that answers with
-// failures is still probed ever less often.
+// A peer that could not be reached (the try got no answer: no connection,
+// or one closed before the answer; not a timeout) is watched while the
+// breaker is open: it is pinged every reachEvery, and once it answers again
+// the breaker lets the next try through at once, as a probe, whatever open
+// time it chose. So a Baton that restarted, or a link that healed, is back
+// in about a second, while a peer that answers with failures, or is too
+// slow, is still probed ever less often.
 type breaker struct {
 	cb            *gobreaker.CircuitBreaker[*http.Response]
 	openFor, most time.Duration
@@ -42,15 +43,15 @@ type breaker struct {
 	until         atomic.Int64 // open until born+until; 0: not since it last closed
 	failedProbes  int          // in a row since it last closed; under gobreaker's lock
 
-	// reach dials the peer (nil: not watched); reached is told when it
+	// reach pings the peer (nil: not watched); reached is told when it
 	// answers again.
 	reach       func(ctx context.Context) error
 	reached     func()
-	unreachable atomic.Bool   // the last try failed to open a connection
+	unreachable atomic.Bool   // the last try got no answer, and did not time out
 	watching    atomic.Uint64 // the watch running; bumped to end it
 }
 
-// reachEvery is how often an unreachable peer is dialled while the breaker
+// reachEvery is how often an unreachable peer is pinged while the breaker
 // is open.
 const reachEvery = 250 * time.Millisecond
 
@@ -125,12 +126,14 @@ func (b *breaker) changed(from, to gobreaker.State) time.Duration {
 	return 0
 }
 
-// tried notes how a try ended: whether it failed to open a connection.
-func (b *breaker) tried(err error) { b.unreachable.Store(err != nil && notSent(err)) }
+// tried notes how a try ended: whether the peer could not be reached.
+func (b *breaker) tried(err error) {
+	b.unreachable.Store(err != nil && !isTimeout(err) && !errors.Is(err, context.Canceled))
+}
 
-// watch dials the unreachable peer while the breaker holds open (and the
-// watch is the current one); when the peer accepts a connection, the hold
-// ends: the next try is the probe.
+// watch pings the unreachable peer while the breaker holds open (and the
+// watch is the current one); when the peer answers, the hold ends: the next
+// try is the probe.
 func (b *breaker) watch(gen uint64) {
 	t := time.NewTicker(reachEvery)
 	defer t.Stop()

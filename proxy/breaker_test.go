@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -169,5 +171,25 @@ func TestBreakerWatchesUnreachablePeer(t *testing.T) {
 	time.Sleep(4 * reachEvery)
 	if !b2.held() {
 		t.Error("a breaker opened by the peer's failure answers let tries through when the peer was reachable")
+	}
+}
+
+// TestPingIsAnsweredByTheServer: the breaker's ping of a peer is OPTIONS *,
+// which the peer's HTTP server answers itself, its handler (the agent's
+// path) never seeing it; nothing listening is an error.
+func TestPingIsAnsweredByTheServer(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { seen.Add(1) }))
+	u, _ := url.Parse(srv.URL + "/base/")
+	if err := ping(context.Background(), http.DefaultTransport, u); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	if n := seen.Load(); n != 0 {
+		t.Errorf("the ping reached the handler %d times", n)
+	}
+	srv.Close()
+	if err := ping(context.Background(), http.DefaultTransport, u); err == nil {
+		t.Error("a ping of a closed server succeeded")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -97,29 +96,29 @@ func newEdge(c *config.Config, to string, next http.RoundTripper, book *record.B
 		}
 	})
 	if p, ok := c.Peers[to]; ok && p.ParsedURL != nil {
-		addr := peerAddr(p.ParsedURL)
-		d := &net.Dialer{}
-		e.breaker.reach = func(ctx context.Context) error {
-			conn, err := d.DialContext(ctx, "tcp", addr)
-			if err == nil {
-				conn.Close()
-			}
-			return err
-		}
+		e.breaker.reach = func(ctx context.Context) error { return ping(ctx, next, p.ParsedURL) }
 		e.breaker.reached = func() { log.Info("circuit breaker: peer reachable again; the next handoff probes it", "peer", e.to) }
 	}
 	return e
 }
 
-// peerAddr is the host:port a peer's URL is reached at.
-func peerAddr(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
+// ping asks the peer's Baton `OPTIONS *`, which its HTTP server answers
+// itself, its agent never seeing it: any answer says the peer is reachable
+// again, through whatever lies between.
+func ping(ctx context.Context, next http.RoundTripper, peer *url.URL) error {
+	u := *peer
+	u.Path, u.RawPath, u.Opaque = "", "", "*"
+	req, err := http.NewRequestWithContext(ctx, http.MethodOptions, u.String(), nil)
+	if err != nil {
+		return err
 	}
-	if u.Scheme == "https" {
-		return net.JoinHostPort(u.Hostname(), "443")
+	req.URL = &u
+	resp, err := next.RoundTrip(req)
+	if err != nil {
+		return err
 	}
-	return net.JoinHostPort(u.Hostname(), "80")
+	resp.Body.Close()
+	return nil
 }
 
 type recordKey struct{}
