@@ -13,9 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/state/redistest"
-	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -83,11 +81,7 @@ func TestConnectInterceptsListed(t *testing.T) {
 		"journal: {hosts: ['" + model.host() + "']}\n"
 	url := redistest.Shared(t)
 	prefix := redistest.Prefix(t, url)
-	type run struct {
-		text, replayed, proto string
-		chunks                int
-	}
-	var runs []run
+	var runs []chatRun
 	var g *journalRig
 	g = newJournalRig(t, yaml, redisStoreWithPrefix(t, url, prefix), func(n int, _ caller) int {
 		pem, err := os.ReadFile(bundle)
@@ -96,40 +90,17 @@ func TestConnectInterceptsListed(t *testing.T) {
 		}
 		roots := x509.NewCertPool()
 		roots.AppendCertsFromPEM(pem)
-		var resp *http.Response
-		client := openai.NewClient(
+		r := streamChat(t, n,
 			option.WithBaseURL("https://"+model.host()+"/v1/"),
 			option.WithAPIKey(apiKey),
-			option.WithMaxRetries(0),
 			option.WithHTTPClient(&http.Client{Transport: &http.Transport{
 				Proxy:             http.ProxyURL(&neturl.URL{Scheme: "http", Host: g.b.EgressAddr()}),
 				TLSClientConfig:   &tls.Config{RootCAs: roots},
 				ForceAttemptHTTP2: true,
 			}}),
-			option.WithHeader("Baggage", *g.baggage.Load()),
-			option.WithResponseInto(&resp),
-		)
-		stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-			Model:    "m-1",
-			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("plan the offsite")},
-		})
-		var acc openai.ChatCompletionAccumulator
-		r := run{}
-		for stream.Next() {
-			acc.AddChunk(stream.Current())
-			r.chunks++
-		}
-		if err := stream.Err(); err != nil {
-			t.Errorf("run %d: stream: %v", n, err)
-		}
-		if len(acc.Choices) > 0 {
-			r.text = acc.Choices[0].Message.Content
-		}
-		if resp != nil {
-			r.replayed, r.proto = resp.Header.Get(journal.HeaderReplayed), resp.Proto
-			if resp.TLS == nil || resp.TLS.PeerCertificates[0].Issuer.CommonName == model.srv.Certificate().Issuer.CommonName {
-				t.Errorf("run %d: the agent's TLS did not end at Baton", n)
-			}
+			option.WithHeader("Baggage", *g.baggage.Load()))
+		if r.tls == nil || r.tls.PeerCertificates[0].Issuer.CommonName == model.srv.Certificate().Issuer.CommonName {
+			t.Errorf("run %d: the agent's TLS did not end at Baton", n)
 		}
 		runs = append(runs, r)
 		return failFirst(n)

@@ -14,11 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/problem"
 	"github.com/batonproxy/baton/state/redistest"
 )
@@ -76,44 +74,15 @@ func TestRouteOpenAIClientOverHTTPS(t *testing.T) {
 	const apiKey = "sk-route-0123456789abcdef"
 	yaml := "external: {routes: [{name: openai, url: 'https://" + model.host() + "/'}], ca_file: " + model.caFile + "}\n" +
 		"journal: {hosts: [" + model.host() + "]}\n"
-	type run struct {
-		text     string
-		chunks   int
-		replayed string
-	}
-	var runs []run
+	var runs []chatRun
 	var g *journalRig
 	url := redistest.Shared(t)
 	prefix := redistest.Prefix(t, url)
 	g = newJournalRig(t, yaml, redisStoreWithPrefix(t, url, prefix), func(n int, _ caller) int {
-		var resp *http.Response
-		client := openai.NewClient(
+		runs = append(runs, streamChat(t, n,
 			option.WithBaseURL("http://"+g.b.EgressAddr()+"/openai/v1/"),
 			option.WithAPIKey(apiKey),
-			option.WithMaxRetries(0),
-			option.WithHeader("Baggage", *g.baggage.Load()),
-			option.WithResponseInto(&resp),
-		)
-		stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-			Model:    "m-1",
-			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("plan the offsite")},
-		})
-		var acc openai.ChatCompletionAccumulator
-		r := run{}
-		for stream.Next() {
-			acc.AddChunk(stream.Current())
-			r.chunks++
-		}
-		if err := stream.Err(); err != nil {
-			t.Errorf("run %d: stream: %v", n, err)
-		}
-		if len(acc.Choices) > 0 {
-			r.text = acc.Choices[0].Message.Content
-		}
-		if resp != nil {
-			r.replayed = resp.Header.Get(journal.HeaderReplayed)
-		}
-		runs = append(runs, r)
+			option.WithHeader("Baggage", *g.baggage.Load())))
 		return failFirst(n)
 	})
 	g.handle("k-route")
@@ -124,7 +93,7 @@ func TestRouteOpenAIClientOverHTTPS(t *testing.T) {
 	if runs[0].text == "" || runs[0].chunks != 3 || runs[0].replayed != "" {
 		t.Errorf("first run: %+v; want the model's 3 chunks, not replayed", runs[0])
 	}
-	if runs[1] != (run{text: runs[0].text, chunks: runs[0].chunks, replayed: "true"}) {
+	if runs[1].text != runs[0].text || runs[1].chunks != runs[0].chunks || runs[1].replayed != "true" {
 		t.Errorf("re-run: %+v; want the first run's stream, replayed", runs[1])
 	}
 	if n := model.calls.Load(); n != 1 {
