@@ -29,6 +29,7 @@ package journal
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -271,19 +272,28 @@ func (j *journal) call(r *http.Request, in *middleware.Info, dest string, next h
 	h.NoteJournal(func(s *record.JournalSummary) { s.Misses++ })
 	j.m.call(dest, resultMiss)
 	span.SetAttributes(attrJournal.String("miss"))
-	resp, err := live(next.RoundTrip(r))
+	// Until its answer's headers the call ends with the agent's; after them
+	// it outlives an agent that stops reading early (a client that stops at
+	// a stream's last event closes it before its end), for the recorder to
+	// read the rest for the journal.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	stop := context.AfterFunc(r.Context(), cancel)
+	resp, err := live(next.RoundTrip(r.WithContext(ctx)))
+	stop()
 	if err != nil {
+		cancel()
 		ru.settle(d, occ, false)
 		return nil, err
 	}
 	if why := notFinal(resp); why != "" {
 		// The agent may well try again: its next such call takes this
 		// occurrence, and the answer it gets is the one to journal.
+		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 		ru.settle(d, occ, false)
 		j.skip(h, dest, reasonStatus, what+": not journaled: "+why)
 		return resp, nil
 	}
-	rec := &recorder{ReadCloser: resp.Body, j: j, ru: ru, h: h, id: callID{d, occ}, ctx: r.Context(),
+	rec := &recorder{ReadCloser: resp.Body, cancel: cancel, j: j, ru: ru, h: h, id: callID{d, occ}, ctx: r.Context(),
 		limit: min(j.maxEntry, ru.room()), what: what,
 		meta: entryMeta{Digest: hex.EncodeToString(d[:]), Occurrence: occ, Destination: dest, Method: r.Method,
 			Status: resp.StatusCode, Header: keptHeaders(resp.Header)}}

@@ -12,9 +12,12 @@ import (
 
 // recorder passes a journaled call's answer to the agent and keeps a copy;
 // when the agent has read all of it, it is appended to the journal, before
-// the end of the answer reaches the agent. An answer cut short is not.
+// the end of the answer reaches the agent. When the agent stops reading
+// before the end, the rest is read for the journal, for up to drainFor; an
+// answer cut short is not journaled.
 type recorder struct {
 	io.ReadCloser
+	cancel context.CancelFunc // ends the call
 	j     *journal
 	ru    *run
 	h     *middleware.Handling
@@ -47,12 +50,45 @@ func (rc *recorder) Read(p []byte) (int, error) {
 }
 
 func (rc *recorder) Close() error {
+	defer rc.cancel()
+	if !rc.done {
+		rc.drain()
+	}
 	if !rc.done {
 		rc.done = true
 		rc.ru.settle(rc.id.digest, rc.id.occ, false)
 		rc.j.skip(rc.h, rc.meta.Destination, reasonIncomplete, rc.what+": the answer was not read to its end")
 	}
 	return rc.ReadCloser.Close()
+}
+
+// drainFor bounds the read of the rest of an answer the agent stopped
+// reading.
+const drainFor = 2 * time.Second
+
+// drain reads the rest of the answer, for the journal, until its end, its
+// size passes the journal's bounds, or drainFor passes.
+func (rc *recorder) drain() {
+	t := time.AfterFunc(drainFor, rc.cancel)
+	defer t.Stop()
+	buf := make([]byte, 32<<10)
+	for !rc.done && !rc.over {
+		if _, err := rc.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+// cancelBody ends a call when its answer is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // finish journals the whole answer.

@@ -407,6 +407,45 @@ func TestJournalStreamsWhileJournaling(t *testing.T) {
 	}
 }
 
+// TestJournalAgentStopsReadingEarly: an agent that stops reading a stream
+// before its end (a client that stops at the event it waits for, and
+// closes the answer, and its connection, before the rest) still has the
+// whole answer journaled: Baton reads the rest, and the re-run is answered
+// from the journal.
+func TestJournalAgentStopsReadingEarly(t *testing.T) {
+	t.Parallel()
+	// The model holds its stream after the first event until the agent has
+	// closed it.
+	model := &modelServer{gate: make(chan struct{})}
+	ms := httptest.NewServer(model)
+	t.Cleanup(ms.Close)
+	host := ms.Listener.Addr().String()
+	var replayed []string
+	g := newJournalRig(t, journalYAML(host), sharedStore(t)(), func(run int, call caller) int {
+		resp, _ := call("POST", host, "/v1/chat/completions", `{"stream":true}`, http.Header{
+			"Accept": {"text/event-stream"}, "Content-Type": {"application/json"}})
+		first, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		resp.Body.Close() // before the end: the connection closes
+		if run == 1 {
+			time.Sleep(50 * time.Millisecond) // Baton sees the agent gone
+			close(model.gate)
+		}
+		if !strings.HasPrefix(first, "data: ") {
+			t.Errorf("run %d: the first line %q", run, first)
+		}
+		replayed = append(replayed, resp.Header.Get(journal.HeaderReplayed))
+		return failFirst(run)
+	})
+	g.handle("k-early")
+	g.handle("k-early")
+	if n := model.calls.Load(); n != 1 {
+		t.Errorf("the model was called %d times, want 1: the answer the agent stopped reading was not journaled", n)
+	}
+	if fmt.Sprint(replayed) != "[ true]" {
+		t.Errorf("Baton-Journal-Replayed per run: %q", replayed)
+	}
+}
+
 // TestJournalPeerWithoutBaton: an edge to a peer that runs no Baton, with
 // journal: true, is answered from the journal on the re-run: the peer's
 // side effect is not made twice.
