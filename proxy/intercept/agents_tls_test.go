@@ -31,6 +31,7 @@ const (
 	tlsModelPort    = "9443"
 	tlsUnlistedPort = "9444"
 	tlsPeerPort     = "8090" // peer p's "Baton": a recorder of the handoffs it gets
+	tlsSiteName     = "models.test"
 )
 
 // injectionPage is what the web page says: text the agent copies into its
@@ -151,7 +152,8 @@ func TestAgentsJSModelsOverTLS(t *testing.T) {
 	}
 	site := &tlsSite{calls: map[string]int{}, protos: map[string]bool{}, auth: map[string]bool{}}
 	for _, port := range []string{tlsModelPort, tlsUnlistedPort} {
-		hosts, err := tlsintercept.ParseHosts([]string{hostPort(agentsPeerIP4, port)})
+		// A leaf for the IP, and one for the name a client may send (SNI).
+		hosts, err := tlsintercept.ParseHosts([]string{hostPort(agentsPeerIP4, port), hostPort(tlsSiteName, port)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,12 +161,22 @@ func TestAgentsJSModelsOverTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cert, err := m.CertificateFor(agentsPeerIP4, mustPort(port))
+		byIP, err := m.CertificateFor(agentsPeerIP4, mustPort(port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName, err := m.CertificateFor(tlsSiteName, mustPort(port))
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second,
-			TLSConfig: &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"h2", "http/1.1"}}}
+			TLSConfig: &tls.Config{NextProtos: []string{"h2", "http/1.1"},
+				GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+					if h.ServerName == tlsSiteName {
+						return byName, nil
+					}
+					return byIP, nil
+				}}}
 		go srv.ServeTLS(tp.peer.listen(t, "0.0.0.0:"+port), "", "")
 		t.Cleanup(func() { srv.Close() })
 	}
@@ -174,15 +186,16 @@ func TestAgentsJSModelsOverTLS(t *testing.T) {
 	t.Cleanup(func() { rs.Close() })
 
 	listed := hostPort(agentsPeerIP4, tlsModelPort)
+	listedName := hostPort(tlsSiteName, tlsModelPort)
 	unlisted := hostPort(agentsPeerIP4, tlsUnlistedPort)
 	bundle := filepath.Join(dir, "ca", "bundle.pem")
 	prefix := "tls-" + randHex(6) + ":"
 	tp.startBatonAt(t, tp.agent, "b", bAdmin, "agent: b\nupstream: http://127.0.0.1:"+agentsBPort+"\n"+
 		"listen: {egress: 127.0.0.1:15001, ingress: \"[::]:15006\", admin: "+bAdmin+"}\n"+
 		fmt.Sprintf("store: {redis: {url: \"redis://%s/0\", prefix: %q}}\n", hostPort(agentsPeerIP4, agentsRedisPort), prefix)+
-		"intercept: {mode: transparent, tls: {hosts: [\""+listed+"\"], bundle: "+bundle+"}}\n"+
+		"intercept: {mode: transparent, tls: {hosts: [\""+listed+"\", \""+listedName+"\"], bundle: "+bundle+"}}\n"+
 		"peers: {p: {url: \"http://"+hostPort(agentsPeerIP4, tlsPeerPort)+"\"}}\n"+
-		"external: {allow: [\""+listed+"\", \""+unlisted+"\"], ca_file: "+siteCAFile+"}\n"+
+		"external: {allow: [\""+listed+"\", \""+listedName+"\", \""+unlisted+"\"], ca_file: "+siteCAFile+"}\n"+
 		"journal: {hosts: [\""+listed+"\"]}\n"+
 		"edges: [{from: a}, {to: p}]\n")
 
@@ -273,6 +286,15 @@ func TestAgentsJSModelsOverTLS(t *testing.T) {
 	}
 	if out, err := tp.agent.run("curl", "-sS", "--cacert", bundle, "https://"+listed+"/page"); err != nil || !strings.Contains(out, "Offsite venues") {
 		t.Errorf("curl trusting Baton's bundle, to the listed host: %v\n%s", err, out)
+	}
+	// By name: the ClientHello's server name is listed, Baton dials where
+	// the agent connected and verifies the server for that name.
+	resolve := tlsSiteName + ":" + tlsModelPort + ":" + agentsPeerIP4
+	if out, err := tp.agent.run("curl", "-sS", "--resolve", resolve, "--cacert", bundle, "https://"+listedName+"/page"); err != nil || !strings.Contains(out, "Offsite venues") {
+		t.Errorf("curl trusting Baton's bundle, to the listed name: %v\n%s", err, out)
+	}
+	if out, err := tp.agent.run("curl", "-sS", "--resolve", resolve, "--cacert", siteCAFile, "https://"+listedName+"/page"); err == nil {
+		t.Errorf("curl trusting the servers' CA accepted the listed name's certificate: it was not Baton's\n%s", out)
 	}
 	if out, err := tp.agent.run("curl", "-sS", "--cacert", siteCAFile, "https://"+unlisted+"/page"); err != nil || !strings.Contains(out, "Offsite venues") {
 		t.Errorf("curl to the unlisted host with the servers' CA: %v\n%s; want the real server's certificate", err, out)
