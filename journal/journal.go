@@ -279,7 +279,11 @@ func (j *journal) call(r *http.Request, in *middleware.Info, dest string, next h
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	stop := context.AfterFunc(r.Context(), cancel)
 	resp, err := live(next.RoundTrip(r.WithContext(ctx)))
-	stop()
+	if stop() {
+		// The agent is still there: once it goes, the call has drainFor
+		// left, whether or not the answer is being read.
+		context.AfterFunc(r.Context(), func() { time.AfterFunc(drainFor, cancel) })
+	}
 	if err != nil {
 		cancel()
 		ru.settle(d, occ, false)

@@ -170,7 +170,9 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 		// timeout, a connection cut): it is released when the store
 		// answers, and taken over meanwhile by the next request with its
 		// key (dedupe_kept.go), instead of refusing it as in flight.
-		d.kept.keep(skey, &keptWrite{pending: c.value(), edge: in.Edge()})
+		if !pol.FailOpen || in.Nonce != nil { // refused: no request holds the claim
+			d.kept.keep(skey, &keptWrite{pending: c.value(), edge: in.Edge()})
+		}
 		d.storeFailed(w, r, in, pol, err)
 		return
 	}

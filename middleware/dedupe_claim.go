@@ -19,6 +19,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"log/slog"
 	"net/http"
@@ -40,10 +41,15 @@ type ClaimHolder interface {
 	Dead(ctx context.Context, id state.HolderID) (bool, error)
 	// Fresh reports whether the liveness mark was written recently enough
 	// that no other Baton can have found it gone; Confirm writes it now
-	// unless it is fresh (beginning a new incarnation when it had lapsed).
+	// unless it is fresh (beginning a new incarnation when it had lapsed),
+	// and reports whether it is fresh after.
 	Fresh() bool
-	Confirm(ctx context.Context)
+	Confirm(ctx context.Context) bool
 }
+
+// errMarkNotRenewed: this process's liveness mark could not be renewed, so
+// a claim it makes its own again may be taken over before long.
+var errMarkNotRenewed = errors.New("dedupe: the holder's liveness mark could not be renewed")
 
 // claim is one request's hold on its key.
 type claim struct {
@@ -95,6 +101,11 @@ func (d *dedupe) own(ctx context.Context, c *claim, lease time.Duration) (bool, 
 	defer c.mu.Unlock()
 	next := withHolder(c.val, holder)
 	ok, err := d.store.Swap(ctx, c.skey, c.val, next, lease)
+	if err == nil && !ok {
+		// An earlier swap may have been made though its reply was lost:
+		// then the entry is next already.
+		ok, err = d.store.Renew(ctx, c.skey, next, lease)
+	}
 	if err == nil && ok {
 		c.val, c.changed = next, changed
 	}
@@ -147,8 +158,21 @@ func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *
 		// Make sure of the claim before the agent sees anything: with a live
 		// mark, then by a compare-and-set that fails where another request
 		// took it over.
-		d.holder.Confirm(ctx)
-		if ok, err := d.own(ctx, c, pol.Lease); err != nil || !ok {
+		ok, err := false, errMarkNotRenewed
+		if d.holder.Confirm(ctx) {
+			ok, err = d.own(ctx, c, pol.Lease)
+		}
+		if err == nil && !d.holder.Fresh() {
+			err = errMarkNotRenewed
+		}
+		if err != nil {
+			if !pol.FailOpen || in.Nonce != nil { // refused: released when the store answers
+				d.kept.keep(c.skey, &keptWrite{pending: c.value(), edge: in.Edge()})
+			}
+			d.storeFailed(w, r, in, pol, err)
+			return
+		}
+		if !ok {
 			in.Dedupe = DedupeConflict
 			w.Header().Set("Retry-After", "1")
 			MarkRefused(w, problem.InFlight)
@@ -181,6 +205,7 @@ func (d *dedupe) renew(ctx context.Context, c *claim, lease time.Duration, in *I
 		t := time.NewTicker(lease / 3)
 		defer t.Stop()
 		changed := c.changed
+		stale := false // the claim names an earlier incarnation: own it before renewing
 		for {
 			var ok bool
 			var err error
@@ -188,10 +213,16 @@ func (d *dedupe) renew(ctx context.Context, c *claim, lease time.Duration, in *I
 			case <-done:
 				return
 			case <-t.C:
-				ok, err = d.store.Renew(ctx, c.skey, c.value(), lease)
+				if stale {
+					ok, err = d.own(ctx, c, lease)
+					stale = err != nil
+				} else {
+					ok, err = d.store.Renew(ctx, c.skey, c.value(), lease)
+				}
 			case <-changed:
-				ok, err = d.own(ctx, c, lease)
 				changed = d.holder.Changed()
+				ok, err = d.own(ctx, c, lease)
+				stale = err != nil
 			}
 			if err != nil || !ok {
 				d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe lease not renewed",

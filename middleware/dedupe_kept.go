@@ -67,6 +67,9 @@ func (k *kept) keep(skey string, w *keptWrite) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if old := k.writes[skey]; old != nil {
+		if old.final != nil && w.final == nil {
+			return true // the answer kept is what the store must get; the claim goes with it
+		}
 		k.size -= old.cost(skey)
 	}
 	if k.size+w.cost(skey) > maxKeptBytes {

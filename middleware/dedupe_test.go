@@ -3,6 +3,7 @@ package middleware
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -165,3 +166,37 @@ func TestLeaseRenewedWhileAgentWorks(t *testing.T) {
 		t.Error("renewals go on after the request ended")
 	}
 }
+
+// TestKeptReleaseNeverReplacesAnswer: while the store is down, an answer
+// kept for a key is what the store must get; a release kept later for the
+// same key (a resend whose claim failed) does not replace it.
+func TestKeptReleaseNeverReplacesAnswer(t *testing.T) {
+	t.Parallel()
+	k := newKept(downStore{}, slog.New(slog.DiscardHandler))
+	final := []byte("the agent's answer")
+	if !k.keep("idem:{k}", &keptWrite{pending: []byte("p1"), final: final, until: time.Now().Add(time.Hour)}) {
+		t.Fatal("no room for the answer")
+	}
+	if !k.keep("idem:{k}", &keptWrite{pending: []byte("p2")}) {
+		t.Fatal("the release was refused")
+	}
+	if got := k.answer("idem:{k}"); string(got) != string(final) {
+		t.Errorf("kept %q, want the answer", got)
+	}
+}
+
+// downStore is a dedupe store that does not answer.
+type downStore struct{}
+
+var errDown = errors.New("store down")
+
+func (downStore) ClaimMany(context.Context, []state.ClaimOp) ([]state.ClaimResult, error) {
+	return nil, errDown
+}
+func (downStore) Renew(context.Context, string, []byte, time.Duration) (bool, error) {
+	return false, errDown
+}
+func (downStore) Swap(context.Context, string, []byte, []byte, time.Duration) (bool, error) {
+	return false, errDown
+}
+func (downStore) Release(context.Context, string, []byte) (bool, error) { return false, errDown }

@@ -33,9 +33,10 @@ const breakerJitter = 0.2
 // or one closed before the answer; not a timeout) is watched while the
 // breaker is open: it is pinged every reachEvery, and once it answers again
 // the breaker lets the next try through at once, as a probe, whatever open
-// time it chose. So a Baton that restarted, or a link that healed, is back
-// in about a second, while a peer that answers with failures, or is too
-// slow, is still probed ever less often.
+// time it chose; once per streak of failures, until the breaker closes. So a
+// Baton that restarted, or a link that healed, is back in about a second,
+// while a peer that answers with failures, is too slow, or answers the ping
+// but not the handoff, is still probed ever less often.
 type breaker struct {
 	cb            *gobreaker.CircuitBreaker[*http.Response]
 	openFor, most time.Duration
@@ -49,6 +50,7 @@ type breaker struct {
 	reached     func()
 	unreachable atomic.Bool   // the last try got no answer, and did not time out
 	watching    atomic.Uint64 // the watch running; bumped to end it
+	released    atomic.Bool   // a watch let a probe through early since the breaker last closed
 }
 
 // reachEvery is how often an unreachable peer is pinged while the breaker
@@ -114,7 +116,9 @@ func (b *breaker) changed(from, to gobreaker.State) time.Duration {
 		d := openTime(b.openFor, b.most, b.failedProbes, rand.Float64())
 		b.until.Store(int64(time.Since(b.born) + d))
 		gen := b.watching.Add(1)
-		if b.reach != nil && b.unreachable.Load() {
+		// One early probe per streak: a peer that answers the ping but not
+		// the handoff (it resets each one) is backed off as any other.
+		if b.reach != nil && b.unreachable.Load() && !b.released.Load() {
 			go b.watch(gen)
 		}
 		return d
@@ -122,6 +126,7 @@ func (b *breaker) changed(from, to gobreaker.State) time.Duration {
 		b.failedProbes = 0
 		b.until.Store(0)
 		b.watching.Add(1)
+		b.released.Store(false)
 	}
 	return 0
 }
@@ -145,6 +150,7 @@ func (b *breaker) watch(gen uint64) {
 		err := b.reach(ctx)
 		cancel()
 		if err == nil && b.watching.Load() == gen {
+			b.released.Store(true)
 			b.until.Store(0)
 			if b.reached != nil {
 				b.reached()

@@ -71,6 +71,7 @@ func establish(w http.ResponseWriter) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	_ = c.SetDeadline(time.Time{}) // the server's read timeout was for the CONNECT, not the tunnel
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
 		c.Close()
 		return nil, err

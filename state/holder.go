@@ -36,6 +36,7 @@ type Holder struct {
 	log     *slog.Logger
 
 	id      atomic.Pointer[HolderID]
+	lapse   atomic.Bool  // Run leaves the mark to lapse instead of marking it dead
 	upSince atomic.Int64 // unix nanoseconds the store has answered since; 0: it did not answer last
 	renewed atomic.Int64 // unix nanoseconds of the mark's last write
 	renewMu sync.Mutex   // one renewal at a time
@@ -122,10 +123,10 @@ func (h *Holder) begin(ctx context.Context) error {
 	id := h.ID()
 	ctx, cancel := context.WithTimeout(ctx, h.timeout/3)
 	defer cancel()
+	now := time.Now() // the mark lives from before it is written
 	if err := h.store.Set(ctx, markKey(id), []byte(markLive), h.timeout); err != nil {
 		return err
 	}
-	now := time.Now()
 	h.upSince.Store(now.UnixNano())
 	h.renewed.Store(now.UnixNano())
 	if h.replica == "" {
@@ -152,15 +153,23 @@ func (h *Holder) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			end, cancel := context.WithTimeout(context.Background(), h.timeout)
-			_ = h.store.Set(end, markKey(h.ID()), []byte(markDead), deadMarkTTL)
-			cancel()
+			if !h.lapse.Load() {
+				end, cancel := context.WithTimeout(context.Background(), h.timeout)
+				_ = h.store.Set(end, markKey(h.ID()), []byte(markDead), deadMarkTTL)
+				cancel()
+			}
 			return
 		case <-t.C:
 		}
 		h.renew(ctx)
 	}
 }
+
+// Lapse has Run leave the mark to lapse when it ends, instead of declaring
+// this process dead at once: for a process stopping with requests still
+// being delivered (a drain cut short), whose claims must not be freed
+// before the timeout.
+func (h *Holder) Lapse() { h.lapse.Store(true) }
 
 // Fresh reports whether the mark was written recently enough that no other
 // Baton can have found it gone: within two thirds of the timeout.
@@ -170,11 +179,13 @@ func (h *Holder) Fresh() bool {
 
 // Confirm renews the mark now unless it is fresh: after it, either the
 // current incarnation's mark is live, or (the mark had lapsed) a new
-// incarnation's is, or the store did not answer.
-func (h *Holder) Confirm(ctx context.Context) {
+// incarnation's is, or the store did not answer. It reports whether the
+// mark is fresh after.
+func (h *Holder) Confirm(ctx context.Context) bool {
 	if !h.Fresh() {
 		h.renew(ctx)
 	}
+	return h.Fresh()
 }
 
 // renew extends the mark while it says live; when it is gone, a new
