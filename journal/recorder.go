@@ -18,18 +18,18 @@ import (
 type recorder struct {
 	io.ReadCloser
 	cancel context.CancelFunc // ends the call
-	j     *journal
-	ru    *run
-	h     *middleware.Handling
-	id    callID
-	ctx   context.Context
-	meta  entryMeta
-	what  string
-	limit int64
-	buf   []byte
-	size  int64 // bytes read, kept or not
-	over  bool  // larger than limit: passed on, not kept
-	done  bool
+	j      *journal
+	ru     *run
+	h      *middleware.Handling
+	id     callID
+	ctx    context.Context
+	meta   entryMeta
+	what   string
+	limit  int64
+	buf    []byte
+	size   int64 // bytes read, kept or not
+	over   bool  // larger than limit: passed on, not kept
+	done   bool
 }
 
 func (rc *recorder) Read(p []byte) (int, error) {

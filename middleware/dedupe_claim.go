@@ -19,8 +19,8 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
