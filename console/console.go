@@ -51,6 +51,7 @@ import (
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/state"
 )
 
 //go:embed web/templates/*.html web/static/*
@@ -72,7 +73,10 @@ type Options struct {
 	Peers []string
 	// Identity names who presents a token: "admin" for the admin token,
 	// an approver's name for an approver's token.
-	Identity    func(token string) (who string, ok bool)
+	Identity func(token string) (who string, ok bool)
+	// Mesh is the store the Batons announce themselves in (package mesh);
+	// nil: no mesh page figures.
+	Mesh        state.Store
 	DeadLetters *deadletter.DeadLetters
 	Approvals   *approval.Approvals
 	Compensator *compensation.Compensator
@@ -149,6 +153,7 @@ func (con *Console) Handler() http.Handler {
 		c.Group(func(c chi.Router) {
 			c.Use(con.consoleAdmin) // what the admin API's bearer group serves
 			c.Get("/", con.consoleOverview)
+			c.Get("/mesh", con.consoleMesh)
 			c.Get("/traces", con.consoleTraceLookup)
 			c.Get("/traces/{trace_id}", con.consoleTrace)
 			c.Post("/traces/{trace_id}/abandon", con.consoleAbandon)

@@ -52,8 +52,9 @@ type Parts struct {
 	// Egress is the egress chain a handoff of the agent's goes through (for
 	// Baton's own handoffs, such as compensations), once it is built.
 	Egress func() http.Handler
-	// EgressAddr is the egress listener's address, once it listens.
-	EgressAddr func() string
+	// EgressAddr is the egress listener's address, once it listens;
+	// IngressAddr and AdminAddr the others'.
+	EgressAddr, IngressAddr, AdminAddr func() string
 	// Metrics serves this Baton's metrics (GET /metrics), or is nil.
 	Metrics http.Handler
 	// Taint labels untrusted content (docs/untrusted.md); RememberRead

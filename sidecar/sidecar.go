@@ -14,15 +14,18 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/batonproxy/baton/approval"
 	"github.com/batonproxy/baton/broadcast"
 	"github.com/batonproxy/baton/compensation"
+	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/console"
 	"github.com/batonproxy/baton/contextref"
 	"github.com/batonproxy/baton/deadletter"
 	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/mcpsession"
+	"github.com/batonproxy/baton/mesh"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/tlsintercept"
@@ -54,6 +57,7 @@ type Baton struct {
 	// Broadcaster sends one handoff to the members of a group, or to the
 	// peers a request lists.
 	Broadcaster *broadcast.Broadcaster
+	Mesh        *mesh.Announcer
 	// TLSIntercept is nil unless intercept.tls lists destinations.
 	TLSIntercept *tlsintercept.Interceptor
 }
@@ -114,8 +118,15 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 	pl.AgentPaths = map[string]http.Handler{approval.PathPrefix: http.HandlerFunc(b.Approvals.Poll)}
 	b.DeadLetters.Answered, b.DeadLetters.AnswerBytes = b.Approvals.KeepAnswer, approval.MaxAnswerBytes
 
+	// The mesh: this Baton announces itself in the store, with its
+	// outbound edges' last minute, and lists the others (docs/console.md).
+	b.Mesh = mesh.New(mesh.Options{Store: p.Store, Log: p.Log, Agent: c.Agent, Metrics: p.Metrics,
+		TLSIdentity: tlsIdentity(c),
+		Addrs:       func() (string, string, string) { return p.EgressAddr(), p.IngressAddr(), p.AdminAddr() }})
+	p.Background(b.Mesh.Run)
+
 	// The console: pages over all of the above (docs/console.md).
-	b.Console = console.New(console.Options{Config: c, Book: p.Book, Log: p.Log, Metrics: p.Metrics,
+	b.Console = console.New(console.Options{Config: c, Book: p.Book, Log: p.Log, Metrics: p.Metrics, Mesh: p.Store,
 		Peers: slices.Collect(maps.Keys(c.Peers)), Identity: b.Approvals.Identity,
 		DeadLetters: b.DeadLetters, Approvals: b.Approvals, Compensator: b.Compensator})
 
@@ -166,4 +177,16 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 
 	pl.Admin = b.adminRoutes(c.AdminToken)
 	return pl, nil
+}
+
+// tlsIdentity is the SPIFFE ID this Baton presents, "" without TLS.
+func tlsIdentity(c *config.Config) string {
+	if c.TLS == nil {
+		return ""
+	}
+	path := "/agent/" + c.Agent
+	if c.TLS.IDPath != "" {
+		path = strings.ReplaceAll(c.TLS.IDPath, "{agent}", c.Agent)
+	}
+	return "spiffe://" + c.TLS.TrustDomain + path
 }

@@ -1,0 +1,183 @@
+package mesh
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/batonproxy/baton/edgehealth"
+	"github.com/batonproxy/baton/state"
+)
+
+// Announcement is what a Baton says of itself.
+type Announcement struct {
+	ID          string    `json:"id"` // this process, random at start
+	Agent       string    `json:"agent"`
+	Version     string    `json:"version"`
+	Egress      string    `json:"egress"`
+	Ingress     string    `json:"ingress"`
+	Admin       string    `json:"admin"`
+	Started     time.Time `json:"started"`
+	LastSeen    time.Time `json:"last_seen"`
+	TLSIdentity string    `json:"tls_identity,omitempty"`
+	// Edges are its outbound edges' figures over Window.
+	Edges  []EdgeFigures `json:"edges,omitempty"`
+	Window float64       `json:"window_seconds,omitempty"`
+}
+
+// EdgeFigures are one outbound edge's figures, as edgehealth renders them
+// ("-" when there is nothing to show).
+type EdgeFigures struct {
+	To      string  `json:"to"`
+	Rate    string  `json:"rate"` // handoffs a second
+	ErrPct  string  `json:"err_pct"`
+	Errors  float64 `json:"error_share"` // 0 to 1
+	P99     string  `json:"p99"`
+	Breaker string  `json:"breaker"`
+}
+
+// Timing of announcements.
+const (
+	AnnounceEvery = 5 * time.Second
+	Expiry        = 3 * AnnounceEvery
+	// window is how far back the edges' figures reach.
+	window = time.Minute
+)
+
+// Store keys.
+const (
+	indexKey  = "mesh/batons"
+	entryPref = "mesh/baton/"
+)
+
+// Options are what an announcer announces.
+type Options struct {
+	Store state.Store
+	Log   *slog.Logger
+	Agent string
+	// Addrs returns the listeners' addresses once they listen.
+	Addrs func() (egress, ingress, admin string)
+	// Metrics serves the Baton's metrics (its GET /metrics); nil: no
+	// edge figures.
+	Metrics http.Handler
+	// TLSIdentity is the Baton's SPIFFE ID when it serves TLS ("" when not).
+	TLSIdentity string
+}
+
+// Announcer announces one Baton.
+type Announcer struct {
+	o       Options
+	id      string
+	started time.Time
+	version string
+	snaps   []*edgehealth.Snapshot // the last minute's, oldest first
+}
+
+// New returns the announcer of the Baton o describes.
+func New(o Options) *Announcer {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	v := "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return &Announcer{o: o, id: hex.EncodeToString(b[:]), started: time.Now().UTC(), version: v}
+}
+
+// Run announces the Baton every AnnounceEvery until ctx ends, then
+// withdraws it.
+func (a *Announcer) Run(ctx context.Context) {
+	t := time.NewTicker(AnnounceEvery)
+	defer t.Stop()
+	for {
+		a.announce(ctx)
+		select {
+		case <-ctx.Done():
+			end, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = a.o.Store.Delete(end, entryPref+a.id)
+			_ = a.o.Store.IndexRemove(end, indexKey, a.id)
+			cancel()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Announcer) announce(ctx context.Context) {
+	now := time.Now().UTC()
+	an := Announcement{ID: a.id, Agent: a.o.Agent, Version: a.version, Started: a.started, LastSeen: now,
+		TLSIdentity: a.o.TLSIdentity}
+	if a.o.Addrs != nil {
+		an.Egress, an.Ingress, an.Admin = a.o.Addrs()
+	}
+	an.Edges, an.Window = a.figures(ctx, now)
+	b, err := json.Marshal(an)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, AnnounceEvery)
+	defer cancel()
+	if err := a.o.Store.Set(ctx, entryPref+a.id, b, Expiry); err != nil {
+		a.o.Log.Debug("mesh: announcement not stored", "error", err.Error())
+		return
+	}
+	_ = a.o.Store.IndexAdd(ctx, indexKey, a.id, float64(now.Unix()), 0)
+}
+
+// figures reads the Baton's metrics and returns its outbound edges'
+// figures over the last minute.
+func (a *Announcer) figures(ctx context.Context, now time.Time) ([]EdgeFigures, float64) {
+	if a.o.Metrics == nil {
+		return nil, 0
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return nil, 0
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	rec := &buffered{header: http.Header{}}
+	a.o.Metrics.ServeHTTP(rec, req)
+	snap, err := edgehealth.Read(&rec.body, now)
+	if err != nil {
+		return nil, 0
+	}
+	for len(a.snaps) > 0 && now.Sub(a.snaps[0].At) > window {
+		a.snaps = a.snaps[1:]
+	}
+	var prev *edgehealth.Snapshot
+	if len(a.snaps) > 0 {
+		prev = a.snaps[0]
+	}
+	a.snaps = append(a.snaps, snap)
+	rows, w := edgehealth.Rows(prev, snap)
+	var out []EdgeFigures
+	for _, r := range rows {
+		if r.Side != "egress" || r.From != a.o.Agent {
+			continue
+		}
+		f := EdgeFigures{To: r.To, Rate: r.Rate, ErrPct: r.ErrPct, P99: r.P99, Breaker: r.Breaker}
+		if prev != nil {
+			if d := snap.Edges[r.Edge].Since(prev.Edges[r.Edge]); d.Requests > 0 {
+				f.Errors = d.Failed / d.Requests
+			}
+		}
+		out = append(out, f)
+	}
+	return out, w.Seconds()
+}
+
+// buffered keeps what a handler writes.
+type buffered struct {
+	header http.Header
+	body   bytes.Buffer
+}
+
+func (b *buffered) Header() http.Header         { return b.header }
+func (b *buffered) Write(p []byte) (int, error) { return b.body.Write(p) }
+func (b *buffered) WriteHeader(int)             {}

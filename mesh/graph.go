@@ -1,0 +1,244 @@
+package mesh
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Graph is the mesh drawn on the server: agents placed in columns by the
+// depth at which they receive handoffs, and the edges between them. The
+// console renders it as SVG; coordinates are in SVG user units.
+type Graph struct {
+	Width, Height int
+	Nodes         []Node
+	Edges         []Edge
+	// Dropped counts the nodes and edges past the caps, not drawn.
+	Dropped int
+}
+
+// Node is one agent: its Batons (replicas), or none when only an edge
+// names it.
+type Node struct {
+	Agent     string
+	Label     string // the agent's name, shortened to fit its box
+	X, Y      int
+	W, H      int
+	Batons    []Announcement
+	Announced bool
+	Depth     int
+}
+
+// Edge is the edge from one agent to another, with its figures summed
+// over the sender's Batons.
+type Edge struct {
+	From, To   string
+	Path       string // SVG path data
+	LabelX     int
+	LabelY     int
+	Label      string // rate and error share
+	Label2     string // p99, and the breaker when it is not closed
+	Class      string // ok, warn, bad, down or idle
+	Rate       float64
+	ErrorShare float64
+	P99        string
+	Breaker    string
+	busiest    float64 // the rate of the replica whose p99 is shown
+}
+
+// Caps on what one page draws.
+const (
+	MaxNodes = 200
+	MaxEdges = 1000
+)
+
+// Geometry.
+const (
+	nodeW, nodeH = 170, 54
+	colGap       = 330
+	rowGap       = 92
+	margin       = 30
+)
+
+// Layout draws the mesh of the Batons announced.
+func Layout(batons []Announcement) Graph {
+	var g Graph
+	byAgent := map[string]*Node{}
+	var order []string
+	node := func(agent string) *Node {
+		n := byAgent[agent]
+		if n == nil {
+			n = &Node{Agent: agent}
+			byAgent[agent] = n
+			order = append(order, agent)
+		}
+		return n
+	}
+	type key struct{ from, to string }
+	edges := map[key]*Edge{}
+	var ekeys []key
+	for _, a := range batons {
+		n := node(a.Agent)
+		n.Batons, n.Announced = append(n.Batons, a), true
+		for _, f := range a.Edges {
+			node(f.To)
+			k := key{a.Agent, f.To}
+			e := edges[k]
+			if e == nil {
+				e = &Edge{From: a.Agent, To: f.To, P99: f.P99, Breaker: f.Breaker}
+				edges[k] = e
+				ekeys = append(ekeys, k)
+			}
+			r, _ := strconv.ParseFloat(f.Rate, 64)
+			if r > e.busiest { // the p99 shown: the busiest replica's
+				e.busiest, e.P99 = r, f.P99
+			}
+			e.Rate += r
+			e.ErrorShare = max(e.ErrorShare, f.Errors)
+			if worse(f.Breaker, e.Breaker) {
+				e.Breaker = f.Breaker
+			}
+		}
+	}
+	sort.Strings(order)
+	if len(order) > MaxNodes {
+		g.Dropped += len(order) - MaxNodes
+		for _, a := range order[MaxNodes:] {
+			delete(byAgent, a)
+		}
+		order = order[:MaxNodes]
+	}
+	sort.Slice(ekeys, func(i, j int) bool {
+		if ekeys[i].from != ekeys[j].from {
+			return ekeys[i].from < ekeys[j].from
+		}
+		return ekeys[i].to < ekeys[j].to
+	})
+
+	// Depth: the fewest handoffs from an agent nothing hands off to.
+	in := map[string]int{}
+	out := map[string][]string{}
+	for _, k := range ekeys {
+		if byAgent[k.from] != nil && byAgent[k.to] != nil && k.from != k.to {
+			in[k.to]++
+			out[k.from] = append(out[k.from], k.to)
+		}
+	}
+	depth := map[string]int{}
+	var queue []string
+	walk := func() {
+		for len(queue) > 0 {
+			a := queue[0]
+			queue = queue[1:]
+			for _, b := range out[a] {
+				if _, seen := depth[b]; !seen {
+					depth[b] = depth[a] + 1
+					queue = append(queue, b)
+				}
+			}
+		}
+	}
+	for _, a := range order {
+		if in[a] == 0 {
+			depth[a] = 0
+			queue = append(queue, a)
+		}
+	}
+	walk()
+	for _, a := range order { // a cycle with no way in starts at its first agent by name
+		if _, ok := depth[a]; !ok {
+			depth[a] = 0
+			queue = append(queue, a)
+			walk()
+		}
+	}
+	rows := map[int]int{}
+	cols, maxRows := 0, 0
+	for _, a := range order {
+		n := byAgent[a]
+		n.Depth = depth[a]
+		n.Label = shorten(a, 20)
+		n.W, n.H = nodeW, nodeH
+		n.X = margin + n.Depth*colGap
+		n.Y = margin + rows[n.Depth]*rowGap
+		rows[n.Depth]++
+		cols, maxRows = max(cols, n.Depth+1), max(maxRows, rows[n.Depth])
+		g.Nodes = append(g.Nodes, *n)
+	}
+	g.Width = 2*margin + (cols-1)*colGap + nodeW
+	g.Height = 2*margin + (maxRows-1)*rowGap + nodeH + 20
+	for _, k := range ekeys {
+		a, b := byAgent[k.from], byAgent[k.to]
+		if a == nil || b == nil {
+			continue
+		}
+		if len(g.Edges) == MaxEdges {
+			g.Dropped++
+			continue
+		}
+		e := *edges[k]
+		e.Class = healthClass(e)
+		e.Label, e.Label2 = edgeLabels(e)
+		x1, y1 := a.X+a.W, a.Y+a.H/2
+		x2, y2 := b.X, b.Y+b.H/2
+		if b.Depth <= a.Depth { // back or sideways: around, below
+			x1, x2 = a.X+a.W/2, b.X+b.W/2
+			y1, y2 = a.Y+a.H, b.Y+b.H
+			dip := max(y1, y2) + rowGap/2
+			e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, x1, dip, x2, dip, x2, y2)
+			e.LabelX, e.LabelY = (x1+x2)/2, dip-8
+			g.Height = max(g.Height, dip+margin)
+		} else {
+			mx := (x1 + x2) / 2
+			e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, mx, y1, mx, y2, x2, y2)
+			e.LabelX, e.LabelY = mx, (y1+y2)/2-6
+		}
+		g.Edges = append(g.Edges, e)
+	}
+	return g
+}
+
+// worse reports whether breaker state a is worse than b.
+func worse(a, b string) bool {
+	rank := map[string]int{"closed": 1, "half-open": 2, "open": 3}
+	return rank[a] > rank[b]
+}
+
+// healthClass colours an edge: down (breaker open), bad (5% or more of its
+// handoffs failed), warn (some failed, or the breaker is half-open), idle
+// (none in the window), ok.
+func healthClass(e Edge) string {
+	switch {
+	case e.Breaker == "open":
+		return "down"
+	case e.ErrorShare >= 0.05:
+		return "bad"
+	case e.ErrorShare > 0 || e.Breaker == "half-open":
+		return "warn"
+	case e.Rate == 0:
+		return "idle"
+	}
+	return "ok"
+}
+
+func edgeLabels(e Edge) (string, string) {
+	first := strconv.FormatFloat(e.Rate, 'f', 1, 64) + "/s · " + strconv.FormatFloat(100*e.ErrorShare, 'f', 1, 64) + "% err"
+	var second []string
+	if e.P99 != "" && e.P99 != "-" {
+		second = append(second, "p99 "+e.P99)
+	}
+	if e.Breaker == "open" || e.Breaker == "half-open" {
+		second = append(second, "breaker "+e.Breaker)
+	}
+	return first, strings.Join(second, " · ")
+}
+
+// shorten cuts s to at most n characters, ending a cut one with "…".
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,116 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/batonproxy/baton/mesh"
+	"github.com/batonproxy/baton/state/redistest"
+)
+
+// TestConsoleMeshInBrowser: four Batons on one Redis (a → b → c, and d in
+// a process of its own) announce themselves; a's console draws the mesh in
+// headless Chromium: a node per agent placed by depth, the edges a → b and
+// b → c with their last minute's figures, a table of the Batons, and an
+// agent name meant to run as markup left inert (an announcement forged in
+// the store). d, SIGKILLed, drops out
+// within the announcements' expiry.
+func TestConsoleMeshInBrowser(t *testing.T) {
+	t.Parallel()
+	url := redistest.Shared(t)
+	prefix := redistest.Prefix(t, url)
+	store := "store: {redis: {url: " + url + ", prefix: '" + prefix + "'}}\n"
+	var got seen
+	agent := httptestServer(got.handler(200, `{"ok":true}`))
+	t.Cleanup(agent.Close)
+	// Each with its metrics served for Prometheus, as `baton serve` has them.
+	c := startBatonWith(t, "agent: c\nupstream: "+agent.URL+"\n"+store+"edges: [{from: b}]\n", nil, prometheusMetrics(t))
+	b := startBatonWith(t, "agent: b\nupstream: "+agent.URL+"\n"+store+
+		"peers: {c: {url: 'http://"+c.IngressAddr()+"'}}\nedges: [{from: a}, {to: c}]\n", nil, prometheusMetrics(t))
+	a := startBatonWith(t, "agent: a\nupstream: "+agent.URL+"\nadmin_token: "+consoleToken+"\n"+store+
+		"peers: {b: {url: 'http://"+b.IngressAddr()+"'}}\nedges: [{to: b}]\n", nil, prometheusMetrics(t))
+	d := startChild(t, holderConfig(agent.URL, "127.0.0.1:0", url, prefix, ""))
+
+	// Traffic on a → b and b → c, then two announcements of each.
+	for range 6 {
+		if resp := send(t, a.EgressAddr(), "b", "POST", "/work", `{"task":"t"}`, nil); resp.StatusCode != 200 {
+			t.Fatalf("a → b: %d", resp.StatusCode)
+		}
+		if resp := send(t, b.EgressAddr(), "c", "POST", "/work", `{"task":"t"}`, nil); resp.StatusCode != 200 {
+			t.Fatalf("b → c: %d", resp.StatusCode)
+		}
+	}
+	time.Sleep(mesh.AnnounceEvery + time.Second)
+	br := newBrowser(t)
+	admin := "http://" + a.AdminAddr()
+	br.do("signing in", chromedp.Navigate(admin+"/console/login"),
+		chromedp.SendKeys(chromedp.ID("token"), consoleToken), chromedp.Click(chromedp.CSS("form.login button")),
+		chromedp.WaitVisible(chromedp.CSS("nav")))
+	br.do("the mesh page", chromedp.Navigate(admin+"/console/mesh"), chromedp.WaitVisible(chromedp.CSS("figure.mesh svg")))
+	nodes := run(br, "the nodes", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("svg g.node")].map(g => g.dataset.agent + "@" + g.querySelector("rect").getAttribute("x"))`))
+	x := map[string]int{}
+	for _, n := range nodes {
+		agent, at, _ := strings.Cut(n, "@")
+		x[agent], _ = strconv.Atoi(at)
+	}
+	if len(x) != 4 || !(x["a"] < x["b"] && x["b"] < x["c"]) || x["summarizer"] != x["a"] {
+		t.Errorf("nodes and their columns %v: want a, b, c in depth order and d (agent summarizer) in the first column", nodes)
+	}
+	edges := run(br, "the edges", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("svg g.edge")].map(g => g.dataset.from + "→" + g.dataset.to + " " + g.getAttribute("class") + " " + g.querySelector("text").textContent)`))
+	if len(edges) != 2 || !strings.HasPrefix(edges[0], "a→b edge ok ") || !strings.HasPrefix(edges[1], "b→c edge ok ") ||
+		!strings.Contains(edges[0], "/s · 0.0% err") {
+		t.Errorf("edges %q: want a→b and b→c, healthy, with their figures", edges)
+	}
+	if rows := run(br, "the Batons' table", chromedp.Evaluate[int](`document.querySelectorAll("tr.baton").length`)); rows != 4 {
+		t.Errorf("%d Batons listed, want 4", rows)
+	}
+	br.screenshot("mesh", false)
+
+	// An announcement written into the store by someone else, with markup
+	// for an agent name: the page shows it as text.
+	const evil = `<img src=x onerror="window.__xss=1">`
+	forged, _ := json.Marshal(mesh.Announcement{ID: "forged", Agent: evil, LastSeen: time.Now(),
+		Edges: []mesh.EdgeFigures{{To: "b", Rate: "1.0", P99: `<script>window.__xss=1</script>`, Breaker: "closed"}}})
+	raw := redisStoreWithPrefix(t, url, prefix)
+	if err := raw.Set(context.Background(), "mesh/baton/forged", forged, mesh.Expiry); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.IndexAdd(context.Background(), "mesh/batons", "forged", float64(time.Now().Unix()), 0); err != nil {
+		t.Fatal(err)
+	}
+	br.do("the mesh page again", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("figure.mesh svg")))
+	if ran := run(br, "markup in announcements", chromedp.Evaluate[bool](`window.__xss === 1 || document.querySelector("svg img, td img, script:not([src])") !== null`)); ran {
+		t.Error("markup from an announcement ran or was drawn as markup")
+	}
+	if txt := br.text(); !strings.Contains(txt, evil) {
+		t.Errorf("the forged agent's name is not shown as text:\n%s", txt)
+	}
+
+	// d dies: it drops out within the expiry.
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	api := newConsoleClient(t, a.AdminAddr())
+	api.header.Set("Authorization", "Bearer "+consoleToken)
+	for {
+		_, page := api.get("/console/mesh")
+		if !strings.Contains(page, `data-agent="summarizer"`) {
+			break
+		}
+		if time.Since(killed) > mesh.Expiry+mesh.AnnounceEvery {
+			t.Fatalf("d is still in the mesh %v after it was killed", time.Since(killed))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("d dropped out %v after it was killed", time.Since(killed).Round(100*time.Millisecond))
+}
