@@ -292,7 +292,7 @@ func (j *journal) call(r *http.Request, in *middleware.Info, dest string, next h
 	if why := notFinal(resp); why != "" {
 		// The agent may well try again: its next such call takes this
 		// occurrence, and the answer it gets is the one to journal.
-		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+		resp.Body = middleware.CancelOnClose(resp.Body, cancel)
 		ru.settle(d, occ, false)
 		j.skip(h, dest, reasonStatus, what+": not journaled: "+why)
 		return resp, nil

@@ -79,18 +79,6 @@ func (rc *recorder) drain() {
 	}
 }
 
-// cancelBody ends a call when its answer is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
-}
-
 // finish journals the whole answer.
 func (rc *recorder) finish() {
 	dest := rc.meta.Destination

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/batonproxy/baton/middleware"
 )
 
 // errPeerStatus marks, inside the breaker, an answer that counts against
@@ -72,7 +74,7 @@ func (e *edge) try(req *http.Request, body []byte, deadline time.Time) (*http.Re
 			// long as the request's own context.
 			context.AfterFunc(req.Context(), cancel)
 		default:
-			resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+			resp.Body = middleware.CancelOnClose(resp.Body, cancel)
 		}
 		return resp, false, nil
 	}
@@ -163,15 +165,3 @@ func drain(resp *http.Response) {
 }
 
 func noCancel() {}
-
-// cancelBody ends a try's context when its body is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
-}
