@@ -59,7 +59,9 @@ type consoleTraceView struct {
 	Roots    []*records.TraceNode
 	Records  int
 	Entries  int
-	Intact   bool
+	// Waterfall draws the records as bars over time (console_waterfall.go).
+	Waterfall waterfall
+	Intact    bool
 	Problems []string
 	// Abandonment is where undoing the trace stands once it is abandoned;
 	// Abandonable says it may be (a dead letter of it stands).
@@ -87,6 +89,7 @@ func (con *Console) consoleTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := consoleTraceView{TraceID: id, Roots: records.TraceTree(t.Records), Records: len(t.Records), Entries: len(t.Entries)}
+	v.Waterfall = newWaterfall(v.Roots)
 	var ce *record.ChainError
 	switch err := record.Verify(t.Entries, t.Tail); {
 	case err == nil:

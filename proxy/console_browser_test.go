@@ -215,6 +215,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		!strings.Contains(txt, "summarizer received from analyst") || !strings.Contains(txt, "Hash chain intact") {
 		t.Errorf("the trace should show the delegation record with the receipt under it (%d root, %d nested):\n%s", roots, nested, txt)
 	}
+	// Above the tree, the waterfall: a bar per record, the receipt indented
+	// under its handoff and starting after it.
+	bars := run(b, "the waterfall", chromedp.Evaluate[[]string](`[...document.querySelectorAll("figure.waterfall g.bar")].map(g =>
+		g.getAttribute("class") + " " + g.querySelector("text.label").getAttribute("x") + " " + g.querySelector("rect").getAttribute("x"))`))
+	if len(bars) != 2 || !strings.HasPrefix(bars[0], "bar delivered 6 ") || !strings.HasPrefix(bars[1], "bar delivered 18 ") {
+		t.Errorf("waterfall bars %q: want the handoff and, indented, its receipt, both delivered", bars)
+	}
 	b.screenshot("trace", false)
 
 	// The receiver's agent is back: replay one dead letter from the list.
