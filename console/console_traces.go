@@ -14,6 +14,7 @@ import (
 	"github.com/batonproxy/baton/compensation"
 	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/mesh"
 	"github.com/batonproxy/baton/records"
 )
 
@@ -55,13 +56,15 @@ func traceIDOf(q string) string {
 // consoleTraceView is a trace's page: its records as a tree, and whether
 // its hash chain is intact.
 type consoleTraceView struct {
-	TraceID  string
-	Roots    []*records.TraceNode
-	Records  int
-	Entries  int
+	TraceID string
+	Roots   []*records.TraceNode
+	Records int
+	Entries int
 	// Waterfall draws the records as bars over time (console_waterfall.go).
 	Waterfall waterfall
-	Intact    bool
+	// Graph draws the agents on the trace and the handoffs between them.
+	Graph    mesh.Graph
+	Intact   bool
 	Problems []string
 	// Abandonment is where undoing the trace stands once it is abandoned;
 	// Abandonable says it may be (a dead letter of it stands).
@@ -89,7 +92,7 @@ func (con *Console) consoleTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := consoleTraceView{TraceID: id, Roots: records.TraceTree(t.Records), Records: len(t.Records), Entries: len(t.Entries)}
-	v.Waterfall = newWaterfall(v.Roots)
+	v.Waterfall, v.Graph = newWaterfall(v.Roots), traceGraph(t.Records)
 	var ce *record.ChainError
 	switch err := record.Verify(t.Entries, t.Tail); {
 	case err == nil:

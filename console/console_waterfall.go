@@ -2,9 +2,11 @@ package console
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/mesh"
 	"github.com/batonproxy/baton/records"
 )
 
@@ -127,4 +129,76 @@ func marks(r record.Record) []string {
 		m = append(m, strconv.Itoa(len(r.Effects))+" side effect(s)")
 	}
 	return m
+}
+
+// traceGraph draws the agents on a trace and the handoffs between them
+// (its egress records), each edge marked with what happened on it: a dead
+// letter standing (down), one resolved, retries, a gate.
+func traceGraph(recs []record.Record) mesh.Graph {
+	type edge struct {
+		n, dead, resolved, retried, held int
+	}
+	agents := map[string]int{} // records received
+	edges := map[[2]string]*edge{}
+	for _, r := range recs {
+		if r.From == "" || r.To == "" {
+			continue
+		}
+		if _, ok := agents[r.From]; !ok {
+			agents[r.From] = 0
+		}
+		if r.Side == record.Ingress {
+			agents[r.To]++
+			continue
+		}
+		if _, ok := agents[r.To]; !ok {
+			agents[r.To] = 0
+		}
+		e := edges[[2]string{r.From, r.To}]
+		if e == nil {
+			e = &edge{}
+			edges[[2]string{r.From, r.To}] = e
+		}
+		e.n++
+		switch {
+		case r.State == record.Dead && r.ResolvedBy == "":
+			e.dead++
+		case r.State == record.Dead:
+			e.resolved++
+		}
+		if r.Attempts > 1 {
+			e.retried++
+		}
+		if r.Approval != nil {
+			e.held++
+		}
+	}
+	nodes := make([]mesh.Node, 0, len(agents))
+	for a, n := range agents {
+		nodes = append(nodes, mesh.Node{Agent: a, Announced: true, Sub: strconv.Itoa(n) + " received"})
+	}
+	es := make([]mesh.Edge, 0, len(edges))
+	for k, e := range edges {
+		me := mesh.Edge{From: k[0], To: k[1], Class: "ok", Label: strconv.Itoa(e.n) + " handoff(s)"}
+		var marks []string
+		if e.dead > 0 {
+			me.Class = "down"
+			marks = append(marks, "stopped here")
+		}
+		if e.resolved > 0 {
+			marks = append(marks, strconv.Itoa(e.resolved)+" resolved")
+		}
+		if e.retried > 0 {
+			marks = append(marks, "retried")
+		}
+		if e.held > 0 {
+			marks = append(marks, "gated")
+		}
+		if me.Class == "ok" && len(marks) > 0 {
+			me.Class = "warn"
+		}
+		me.Label2 = strings.Join(marks, " · ")
+		es = append(es, me)
+	}
+	return mesh.Draw(nodes, es)
 }

@@ -54,6 +54,26 @@ func TestWaterfall(t *testing.T) {
 	if last := w.Rows[4]; last.X+last.W < barsLeft+barsWidth-2 || last.X+last.W > barsLeft+barsWidth {
 		t.Errorf("the last record to end does not end at the right edge: %d+%d", last.X, last.W)
 	}
+
+	// The agents on the trace, and what happened on each edge.
+	g := traceGraph(recs)
+	got := map[string]string{}
+	for _, e := range g.Edges {
+		got[e.From+"→"+e.To] = e.Class + ": " + e.Label + " / " + e.Label2
+	}
+	wantEdges := map[string]string{
+		"a→b": "ok: 1 handoff(s) / ",
+		"b→c": "warn: 2 handoff(s) / 1 resolved · retried · gated",
+		"b→d": "down: 1 handoff(s) / stopped here · gated",
+	}
+	if len(got) != len(wantEdges) || len(g.Nodes) != 4 {
+		t.Errorf("graph: %d nodes, edges %v", len(g.Nodes), got)
+	}
+	for k, v := range wantEdges {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
 }
 
 // TestWaterfallCap: a trace past maxBars draws maxBars bars and says how

@@ -23,6 +23,8 @@ type Graph struct {
 type Node struct {
 	Agent     string
 	Label     string // the agent's name, shortened to fit its box
+	Sub       string // a line under it
+	Link      string // where it leads ("": nowhere)
 	X, Y      int
 	W, H      int
 	Batons    []Announcement
@@ -63,21 +65,17 @@ const (
 
 // Layout draws the mesh of the Batons announced.
 func Layout(batons []Announcement) Graph {
-	var g Graph
 	byAgent := map[string]*Node{}
-	var order []string
 	node := func(agent string) *Node {
 		n := byAgent[agent]
 		if n == nil {
 			n = &Node{Agent: agent}
 			byAgent[agent] = n
-			order = append(order, agent)
 		}
 		return n
 	}
 	type key struct{ from, to string }
 	edges := map[key]*Edge{}
-	var ekeys []key
 	for _, a := range batons {
 		n := node(a.Agent)
 		n.Batons, n.Announced = append(n.Batons, a), true
@@ -88,7 +86,6 @@ func Layout(batons []Announcement) Graph {
 			if e == nil {
 				e = &Edge{From: a.Agent, To: f.To, P99: f.P99, Breaker: f.Breaker}
 				edges[k] = e
-				ekeys = append(ekeys, k)
 			}
 			r, _ := strconv.ParseFloat(f.Rate, 64)
 			if r > e.busiest { // the p99 shown: the busiest replica's
@@ -101,28 +98,57 @@ func Layout(batons []Announcement) Graph {
 			}
 		}
 	}
-	sort.Strings(order)
-	if len(order) > MaxNodes {
-		g.Dropped += len(order) - MaxNodes
-		for _, a := range order[MaxNodes:] {
-			delete(byAgent, a)
+	nodes := make([]Node, 0, len(byAgent))
+	for _, n := range byAgent {
+		switch {
+		case !n.Announced:
+			n.Sub = "not announced"
+		case len(n.Batons) == 1:
+			n.Sub, n.Link = "1 Baton", "http://"+n.Batons[0].Admin+"/console/"
+		default:
+			n.Sub, n.Link = strconv.Itoa(len(n.Batons))+" Batons", "http://"+n.Batons[0].Admin+"/console/"
 		}
-		order = order[:MaxNodes]
+		nodes = append(nodes, *n)
 	}
-	sort.Slice(ekeys, func(i, j int) bool {
-		if ekeys[i].from != ekeys[j].from {
-			return ekeys[i].from < ekeys[j].from
+	es := make([]Edge, 0, len(edges))
+	for _, e := range edges {
+		e.Class = healthClass(*e)
+		e.Label, e.Label2 = edgeLabels(*e)
+		es = append(es, *e)
+	}
+	return Draw(nodes, es)
+}
+
+// Draw places nodes (by agent name) in columns by the depth at which they
+// receive the edges' handoffs, and routes the edges between them; each
+// edge's class and labels are the caller's. At most MaxNodes nodes and
+// MaxEdges edges are drawn.
+func Draw(nodes []Node, edges []Edge) Graph {
+	var g Graph
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Agent < nodes[j].Agent })
+	if len(nodes) > MaxNodes {
+		g.Dropped += len(nodes) - MaxNodes
+		nodes = nodes[:MaxNodes]
+	}
+	byAgent := make(map[string]*Node, len(nodes))
+	order := make([]string, len(nodes))
+	for i := range nodes {
+		byAgent[nodes[i].Agent], order[i] = &nodes[i], nodes[i].Agent
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].From != edges[j].From {
+			return edges[i].From < edges[j].From
 		}
-		return ekeys[i].to < ekeys[j].to
+		return edges[i].To < edges[j].To
 	})
 
 	// Depth: the fewest handoffs from an agent nothing hands off to.
 	in := map[string]int{}
 	out := map[string][]string{}
-	for _, k := range ekeys {
-		if byAgent[k.from] != nil && byAgent[k.to] != nil && k.from != k.to {
-			in[k.to]++
-			out[k.from] = append(out[k.from], k.to)
+	for _, e := range edges {
+		if byAgent[e.From] != nil && byAgent[e.To] != nil && e.From != e.To {
+			in[e.To]++
+			out[e.From] = append(out[e.From], e.To)
 		}
 	}
 	depth := map[string]int{}
@@ -168,8 +194,8 @@ func Layout(batons []Announcement) Graph {
 	}
 	g.Width = 2*margin + (cols-1)*colGap + nodeW
 	g.Height = 2*margin + (maxRows-1)*rowGap + nodeH + 20
-	for _, k := range ekeys {
-		a, b := byAgent[k.from], byAgent[k.to]
+	for _, e := range edges {
+		a, b := byAgent[e.From], byAgent[e.To]
 		if a == nil || b == nil {
 			continue
 		}
@@ -177,9 +203,6 @@ func Layout(batons []Announcement) Graph {
 			g.Dropped++
 			continue
 		}
-		e := *edges[k]
-		e.Class = healthClass(e)
-		e.Label, e.Label2 = edgeLabels(e)
 		x1, y1 := a.X+a.W, a.Y+a.H/2
 		x2, y2 := b.X, b.Y+b.H/2
 		if b.Depth <= a.Depth { // back or sideways: around, below

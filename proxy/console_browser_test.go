@@ -222,6 +222,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if len(bars) != 2 || !strings.HasPrefix(bars[0], "bar delivered 6 ") || !strings.HasPrefix(bars[1], "bar delivered 18 ") {
 		t.Errorf("waterfall bars %q: want the handoff and, indented, its receipt, both delivered", bars)
 	}
+	graph := run(b, "the trace's agents", chromedp.Evaluate[[]string](`[...document.querySelectorAll("figure.trace-graph g.node, figure.trace-graph g.edge")].map(g =>
+		g.getAttribute("class") + " " + (g.dataset.agent || g.dataset.from + "→" + g.dataset.to))`))
+	if strings.Join(graph, ", ") != "edge ok analyst→summarizer, node analyst, node summarizer" {
+		t.Errorf("the trace's graph %q: want analyst and summarizer with the edge between them", graph)
+	}
 	b.screenshot("trace", false)
 
 	// The receiver's agent is back: replay one dead letter from the list.
