@@ -3,6 +3,8 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,7 +13,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/batonproxy/baton/config"
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/mesh"
+	"github.com/batonproxy/baton/state"
 	"github.com/batonproxy/baton/state/redistest"
 )
 
@@ -113,4 +118,60 @@ func TestConsoleMeshInBrowser(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("d dropped out %v after it was killed", time.Since(killed).Round(100*time.Millisecond))
+}
+
+// TestConsoleTracePictureInBrowser: a trace with a stop, its resume, a
+// journal hit and an approval, as the Batons of a chain record them, drawn
+// in headless Chromium: the agents' graph with the edge where the chain
+// stopped marked resolved, and the waterfall's bars with their marks.
+func TestConsoleTracePictureInBrowser(t *testing.T) {
+	t.Parallel()
+	store := state.NewMemory(config.Memory{})
+	a := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\nadmin_token: "+consoleToken+"\n", store, nil)
+	book := record.NewBook(store, time.Hour, slog.New(slog.DiscardHandler))
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	id := func(n int) string { return fmt.Sprintf("%s.%016x", trace, n) }
+	t0 := time.Now().Add(-time.Minute)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	recs := []*record.Record{
+		{ID: id(1), TraceID: trace, Side: record.Egress, From: "a", To: "b", Method: "POST", Target: "/plan", State: record.Delivered, Status: 200, Attempts: 1, Latency: 900, Created: at(0)},
+		{ID: id(2), TraceID: trace, ParentID: id(1), Side: record.Ingress, From: "a", To: "b", Method: "POST", Target: "/plan", State: record.Delivered, Status: 200, Attempts: 1, Latency: 880, Created: at(10),
+			Journal: &record.JournalSummary{Hits: 2, Misses: 1, Journaled: 1}},
+		{ID: id(3), TraceID: trace, ParentID: id(2), Side: record.Egress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Dead, Status: 503, Attempts: 3, Latency: 200, Created: at(50), ResolvedBy: id(4)},
+		{ID: id(4), TraceID: trace, ParentID: id(2), Side: record.Egress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Delivered, Status: 200, Attempts: 1, Latency: 300, Created: at(500),
+			Approval: &record.Approval{Gate: "bookings", Decision: "approved", By: "ops"}},
+		{ID: id(5), TraceID: trace, ParentID: id(4), Side: record.Ingress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Delivered, Status: 200, Attempts: 1, Latency: 250, Created: at(520)},
+	}
+	if err := book.Write(context.Background(), recs...); err != nil {
+		t.Fatal(err)
+	}
+	br := newBrowser(t)
+	admin := "http://" + a.AdminAddr()
+	br.do("signing in", chromedp.Navigate(admin+"/console/login"),
+		chromedp.SendKeys(chromedp.ID("token"), consoleToken), chromedp.Click(chromedp.CSS("form.login button")),
+		chromedp.WaitVisible(chromedp.CSS("nav")))
+	br.do("the trace", chromedp.Navigate(admin+"/console/traces/"+trace), chromedp.WaitVisible(chromedp.CSS("figure.waterfall")))
+	graph := run(br, "the agents", chromedp.Evaluate[[]string](`[...document.querySelectorAll("figure.trace-graph g.node, figure.trace-graph g.edge")].map(g =>
+		g.getAttribute("class") + " " + (g.dataset.agent || g.dataset.from + "→" + g.dataset.to) + " " + [...g.querySelectorAll("text")].map(t => t.textContent).join(" / "))`))
+	want := []string{
+		"edge ok a→b 1 handoff(s)",
+		"edge warn b→c 2 handoff(s) / 1 resolved · retried · gated",
+		"node a a / 0 received", "node b b / 1 received", "node c c / 1 received",
+	}
+	if strings.Join(graph, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the trace's graph:\n%s\nwant:\n%s", strings.Join(graph, "\n"), strings.Join(want, "\n"))
+	}
+	bars := run(br, "the bars", chromedp.Evaluate[[]string](`[...document.querySelectorAll("figure.waterfall g.bar")].map(g =>
+		g.dataset.record.slice(-1) + " " + g.getAttribute("class") + ": " + ((g.querySelector("text.mark") || {}).textContent || ""))`))
+	wantBars := []string{
+		"1 bar delivered: ",
+		"2 bar delivered: journal: 2 hit(s)",
+		"3 bar dead: dead letter, resolved · retried ×2",
+		"4 bar delivered: gate bookings: approved",
+		"5 bar delivered: ",
+	}
+	if strings.Join(bars, "\n") != strings.Join(wantBars, "\n") {
+		t.Errorf("the waterfall:\n%s\nwant:\n%s", strings.Join(bars, "\n"), strings.Join(wantBars, "\n"))
+	}
+	br.screenshot("trace-picture", false)
 }
