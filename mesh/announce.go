@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/batonproxy/baton/edgehealth"
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/state"
 )
 
@@ -34,13 +36,27 @@ type Announcement struct {
 // EdgeFigures are one outbound edge's figures, as edgehealth renders them
 // ("-" when there is nothing to show).
 type EdgeFigures struct {
-	To      string  `json:"to"`
-	Rate    string  `json:"rate"` // handoffs a second
-	ErrPct  string  `json:"err_pct"`
-	Errors  float64 `json:"error_share"` // 0 to 1
-	P99     string  `json:"p99"`
-	Breaker string  `json:"breaker"`
+	To string `json:"to"`
+	// Traces are the edge's latest traces, newest first (at most
+	// recentTraces).
+	Traces  []RecentTrace `json:"traces,omitempty"`
+	Rate    string        `json:"rate"` // handoffs a second
+	ErrPct  string        `json:"err_pct"`
+	Errors  float64       `json:"error_share"` // 0 to 1
+	P99     string        `json:"p99"`
+	Breaker string        `json:"breaker"`
 }
+
+// RecentTrace is a trace a handoff on an edge belonged to, and how that
+// handoff ended.
+type RecentTrace struct {
+	TraceID string    `json:"trace_id"`
+	State   string    `json:"state"`
+	At      time.Time `json:"at"`
+}
+
+// recentTraces bounds the traces announced per edge.
+const recentTraces = 8
 
 // Timing of announcements.
 const (
@@ -77,6 +93,9 @@ type Announcer struct {
 	started time.Time
 	version string
 	snaps   []*edgehealth.Snapshot // the last minute's, oldest first
+
+	mu     sync.Mutex
+	recent map[string][]RecentTrace // by peer, newest first
 }
 
 // New returns the announcer of the Baton o describes.
@@ -87,7 +106,31 @@ func New(o Options) *Announcer {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		v = bi.Main.Version
 	}
-	return &Announcer{o: o, id: hex.EncodeToString(b[:]), started: time.Now().UTC(), version: v}
+	return &Announcer{o: o, id: hex.EncodeToString(b[:]), started: time.Now().UTC(), version: v,
+		recent: map[string][]RecentTrace{}}
+}
+
+// Answered notes the trace of a handoff an edge of this Baton's got an
+// answer for (proxy.Plugins.Answered), for the edge's latest traces.
+func (a *Announcer) Answered(rec *record.Record) {
+	if rec == nil || rec.TraceID == "" || rec.To == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	list := a.recent[rec.To]
+	if len(list) > 0 && list[0].TraceID == rec.TraceID {
+		list[0].State = string(rec.State)
+		return
+	}
+	if len(a.recent) >= 1024 && list == nil {
+		return // bounded: peers are configured, but a broadcast may name many
+	}
+	list = append([]RecentTrace{{TraceID: rec.TraceID, State: string(rec.State), At: time.Now().UTC()}}, list...)
+	if len(list) > recentTraces {
+		list = list[:recentTraces]
+	}
+	a.recent[rec.To] = list
 }
 
 // Run announces the Baton every AnnounceEvery until ctx ends, then
@@ -162,6 +205,9 @@ func (a *Announcer) figures(ctx context.Context, now time.Time) ([]EdgeFigures, 
 			continue
 		}
 		f := EdgeFigures{To: r.To, Rate: r.Rate, ErrPct: r.ErrPct, P99: r.P99, Breaker: r.Breaker}
+		a.mu.Lock()
+		f.Traces = append([]RecentTrace(nil), a.recent[r.To]...)
+		a.mu.Unlock()
 		if prev != nil {
 			if d := snap.Edges[r.Edge].Since(prev.Edges[r.Edge]); d.Requests > 0 {
 				f.Errors = d.Failed / d.Requests

@@ -1,12 +1,13 @@
 // Package mesh is the Batons that share a store, as each announces itself
 // (docs/console.md): its agent, version, addresses, start, last sign of life
 // and TLS identity, and its outbound edges' figures over the last minute
-// (rate, error share, p99, breaker state). Each Baton writes its
+// (rate, error share, p99, breaker state) and latest traces. Each Baton writes its
 // announcement every AnnounceEvery with an expiry of three times that, so a
 // Baton that stops drops out within Expiry; List reads them all, and Layout
 // draws the agents as a graph, by the depth at which they receive handoffs.
 //
 // It owns the store keys mesh/batons (an index by last sign of life) and
-// mesh/baton/ID. It uses config, state and edgehealth (the figures, read
-// from the Baton's own metrics); the console shows what it lists.
+// mesh/baton/ID. It uses state, edgehealth (the figures, read from the
+// Baton's own metrics) and handoff/record (the traces its edges' handoffs
+// were on, as the edges answer them); the console shows what it lists.
 package mesh

@@ -46,7 +46,11 @@ type Edge struct {
 	ErrorShare float64
 	P99        string
 	Breaker    string
-	busiest    float64 // the rate of the replica whose p99 is shown
+	// Traces are the edge's latest traces, newest first; Anchor names the
+	// edge's place on its page.
+	Traces  []RecentTrace
+	Anchor  string
+	busiest float64 // the rate of the replica whose p99 is shown
 }
 
 // Caps on what one page draws.
@@ -93,6 +97,7 @@ func Layout(batons []Announcement) Graph {
 			}
 			e.Rate += r
 			e.ErrorShare = max(e.ErrorShare, f.Errors)
+			e.Traces = append(e.Traces, f.Traces...)
 			if worse(f.Breaker, e.Breaker) {
 				e.Breaker = f.Breaker
 			}
@@ -112,6 +117,10 @@ func Layout(batons []Announcement) Graph {
 	}
 	es := make([]Edge, 0, len(edges))
 	for _, e := range edges {
+		sort.SliceStable(e.Traces, func(i, j int) bool { return e.Traces[i].At.After(e.Traces[j].At) })
+		if len(e.Traces) > recentTraces {
+			e.Traces = e.Traces[:recentTraces]
+		}
 		e.Class = healthClass(*e)
 		e.Label, e.Label2 = edgeLabels(*e)
 		es = append(es, *e)
@@ -203,6 +212,7 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			g.Dropped++
 			continue
 		}
+		e.Anchor = "edge-" + strconv.Itoa(len(g.Edges))
 		x1, y1 := a.X+a.W, a.Y+a.H/2
 		x2, y2 := b.X, b.Y+b.H/2
 		if b.Depth <= a.Depth { // back or sideways: around, below

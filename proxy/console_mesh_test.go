@@ -78,6 +78,18 @@ func TestConsoleMeshInBrowser(t *testing.T) {
 	if rows := run(br, "the Batons' table", chromedp.Evaluate[int](`document.querySelectorAll("tr.baton").length`)); rows != 4 {
 		t.Errorf("%d Batons listed, want 4", rows)
 	}
+	// Each edge leads to its latest traces, which lead to their pages.
+	links := run(br, "the edges' links", chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg g.edge a")].map(a => a.getAttribute("href"))`))
+	traces := run(br, "a→b's traces", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#edge-0 li a")].map(a => a.getAttribute("href"))`))
+	if strings.Join(links, " ") != "#edge-0 #edge-1" || len(traces) != 6 {
+		t.Errorf("edge links %q, a→b's traces %q: want both edges linked and a→b's six traces", links, traces)
+	} else {
+		api := newConsoleClient(t, a.AdminAddr())
+		api.header.Set("Authorization", "Bearer "+consoleToken)
+		if resp, page := api.get(traces[0]); resp.StatusCode != 200 || !strings.Contains(page, "a → b") {
+			t.Errorf("a→b's latest trace %s: %d", traces[0], resp.StatusCode)
+		}
+	}
 	br.screenshot("mesh", false)
 
 	// An announcement written into the store by someone else, with markup

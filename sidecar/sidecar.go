@@ -23,6 +23,7 @@ import (
 	"github.com/batonproxy/baton/console"
 	"github.com/batonproxy/baton/contextref"
 	"github.com/batonproxy/baton/deadletter"
+	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/mcpsession"
 	"github.com/batonproxy/baton/mesh"
@@ -100,7 +101,7 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 	if err != nil {
 		return pl, err
 	}
-	pl.Answered = b.Compensator.Answered
+	pl.Answered = b.Compensator.Answered // and the mesh's, below
 	b.DeadLetters.Abandoned, b.DeadLetters.Dropped = b.Compensator.Abandoned, b.Compensator.Dropped
 
 	// Confirmation gates: an edge's handoffs held for a person's decision,
@@ -124,6 +125,11 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 		TLSIdentity: tlsIdentity(c),
 		Addrs:       func() (string, string, string) { return p.EgressAddr(), p.IngressAddr(), p.AdminAddr() }})
 	p.Background(b.Mesh.Run)
+	answered := pl.Answered
+	pl.Answered = func(rec *record.Record, resp *http.Response) {
+		answered(rec, resp)
+		b.Mesh.Answered(rec)
+	}
 
 	// The console: pages over all of the above (docs/console.md).
 	b.Console = console.New(console.Options{Config: c, Book: p.Book, Log: p.Log, Metrics: p.Metrics, Mesh: p.Store,
