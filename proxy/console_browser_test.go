@@ -268,6 +268,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		"/console/":                     "analyst→summarizer",
 		"/console/traces/" + traceID:    "summarizer</strong> received from <strong>analyst",
 		"/console/records/" + replayID:  "delivered 200",
+		"/console/mesh":                 `data-agent="summarizer"`,
 		"/console/deadletters":          dropID,
 		"/console/records/" + xssID:     "&lt;script&gt;window.__xss=1&lt;/script&gt;",
 		"/console/static/console.css":   "",
