@@ -97,6 +97,16 @@ func newKeyedAgent(t *testing.T, hang func(n int64) bool) (*keyedAgent, string) 
 	return a, url
 }
 
+// waitCalls waits until the agent has been called n times.
+func (a *keyedAgent) waitCalls(t *testing.T, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); a.calls.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent was called %d times in 10s, want %d", a.calls.Load(), n)
+		}
+	}
+}
+
 // sendKeyed sends one handoff with an Idempotency-Key to a Baton's ingress.
 func sendKeyed(addr, key string) (int, string, error) {
 	req, _ := http.NewRequest("POST", "http://"+addr+"/pay", strings.NewReader("{}"))
@@ -174,9 +184,7 @@ func TestDedupeRestartedBatonFreesItsClaims(t *testing.T) {
 
 	first := startChild(t, cfg)
 	go sendKeyed(first.ingress, "restart-1")
-	for agent.calls.Load() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	agent.waitCalls(t, 1)
 	first.kill(t)
 
 	again := startChild(t, cfg)
@@ -214,9 +222,7 @@ func TestDedupeDeadBatonsClaimTakenOver(t *testing.T) {
 
 	dying := startChild(t, cfg)
 	go sendKeyed(dying.ingress, "takeover-1")
-	for agent.calls.Load() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	agent.waitCalls(t, 1)
 	dying.kill(t)
 	killedAt := time.Now()
 
