@@ -14,7 +14,7 @@ import (
 
 // holderTimeout is short so that the tests watch marks lapse; every wait
 // below is several timeouts long, so a slow machine only makes them slower.
-const holderTimeout = 300 * time.Millisecond
+const holderTimeout = time.Second
 
 // holderStores runs f on a real Redis and on the in-memory store.
 func holderStores(t *testing.T, f func(t *testing.T, store state.Store)) {
