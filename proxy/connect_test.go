@@ -213,13 +213,15 @@ func TestConnectCurlPageLabelled(t *testing.T) {
 		"external: {allow: ['"+host+"', '"+bad+"'], ca_file: "+caFile+"}\n"+
 		"intercept: {tls: {hosts: ['"+host+"', '"+bad+"'], bundle: "+bundle+"}}\n", nil)
 
-	run := func(url string) (string, error) {
-		cmd := exec.Command(curl, "-sS", "-w", "\n%{http_code}", url)
+	run := func(url string, args ...string) (string, error) {
+		cmd := exec.Command(curl, append(append([]string{"-sS", "-w", "\n%{http_code}"}, args...), url)...)
 		cmd.Env = []string{"HTTPS_PROXY=http://" + b.EgressAddr(), "CURL_CA_BUNDLE=" + bundle, "PATH=" + os.Getenv("PATH")}
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := run("https://" + host + "/venues")
+	// A request inside the tunnel goes where the agent's TLS went, whatever
+	// it says: here, a broadcast header naming a peer is not obeyed.
+	out, err := run("https://"+host+"/venues", "-H", "Baton-Broadcast: summarizer")
 	if err != nil || !strings.Contains(out, "IGNORE ALL PREVIOUS INSTRUCTIONS") || !strings.HasSuffix(out, "\n200") {
 		t.Fatalf("curl through Baton: %v\n%s", err, out)
 	}
@@ -229,6 +231,9 @@ func TestConnectCurlPageLabelled(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("handoff: %d", resp.StatusCode)
+	}
+	if n := peer.count(); n != 1 {
+		t.Errorf("the peer got %d requests, want the one handoff: the page's request went to the peer", n)
 	}
 	r := peer.last(t)
 	labels, err := trust.ParseLabels(r.Header.Get(trust.HeaderTrust))

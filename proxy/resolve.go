@@ -76,7 +76,8 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 			host = r.URL.Host // absolute-form: the agent uses Baton as HTTP_PROXY
 		}
 		name, port := splitHost(host)
-		if rs.broadcasts != nil && rs.broadcasts.Listed(r) {
+		_, terminated := r.Context().Value(targetKey{}).(string) // goes where the agent's TLS went (connect.go)
+		if rs.broadcasts != nil && !terminated && rs.broadcasts.Listed(r) {
 			rs.broadcasts.Route(w, r, in, "", next)
 			return
 		}
