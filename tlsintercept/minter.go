@@ -137,12 +137,12 @@ func (m *Minter) certificate(ctx context.Context, host string, port uint16) (*tl
 // leaf returns the cached leaf of name, or mints it: once, however many
 // requests for it come while it is being minted.
 func (m *Minter) leaf(ctx context.Context, name string) (*tls.Certificate, error) {
-	if c, ok := m.cache.Get(name); ok {
+	if c, ok := m.cache.Get(name); ok && m.fresh(c) {
 		m.metrics.lookup(true)
 		return c, nil
 	}
 	m.mu.Lock()
-	if c, ok := m.cache.Get(name); ok { // minted while this request waited for the lock
+	if c, ok := m.cache.Get(name); ok && m.fresh(c) { // minted while this request waited for the lock
 		m.mu.Unlock()
 		m.metrics.lookup(true)
 		return c, nil
@@ -173,6 +173,17 @@ func (m *Minter) leaf(ctx context.Context, name string) (*tls.Certificate, error
 	m.mu.Unlock()
 	close(w.done)
 	return w.cert, w.err
+}
+
+// fresh reports whether a cached leaf may be served: the cache's own expiry
+// (two thirds of the TTL from the mint) covers a leaf of the full TTL; one
+// the CA's end cut short is served only while a third of its life is left.
+func (m *Minter) fresh(c *tls.Certificate) bool {
+	l := c.Leaf
+	if l == nil || !l.NotAfter.Equal(m.ca.cert.NotAfter) {
+		return true
+	}
+	return time.Until(l.NotAfter) > l.NotAfter.Sub(l.NotBefore.Add(leafBackdate))/3
 }
 
 // mint makes a leaf for name: a new P-256 key, a certificate naming it

@@ -419,3 +419,33 @@ func TestNewMinterOptions(t *testing.T) {
 		t.Errorf("TLSConfig: min version %x, ALPN %v", cfg.MinVersion, cfg.NextProtos)
 	}
 }
+
+// TestLeafCutShortByCA: a leaf that the CA's end cut short is served from
+// the cache only while a third of its own life is left, not for the
+// cache's two thirds of the TTL.
+func TestLeafCutShortByCA(t *testing.T) {
+	t.Parallel()
+	notAfter := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	certFile, keyFile := caFiles(t, ecKey(t), true, notAfter, "PRIVATE KEY")
+	ca, err := LoadCA(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMinter(ca, mustHosts(t, "api.example.com:443"), MinterOptions{LeafTTL: 6 * time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := m.CertificateFor("api.example.com", 443)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := m.CertificateFor("api.example.com", 443); again != first {
+		t.Fatal("a fresh leaf was not served from the cache")
+	}
+	// Past two thirds of its life the cached leaf is not served again.
+	life := first.Leaf.NotAfter.Sub(first.Leaf.NotBefore.Add(leafBackdate))
+	time.Sleep(time.Until(first.Leaf.NotAfter.Add(-life / 3)) + 50*time.Millisecond)
+	if again, err := m.CertificateFor("api.example.com", 443); err == nil && again == first {
+		t.Error("a leaf near the end of its life, cut short by its CA, was served from the cache")
+	}
+}
