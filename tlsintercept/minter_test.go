@@ -444,7 +444,7 @@ func TestLeafCutShortByCA(t *testing.T) {
 	}
 	// Past two thirds of its life the cached leaf is not served again.
 	life := first.Leaf.NotAfter.Sub(first.Leaf.NotBefore.Add(leafBackdate))
-	time.Sleep(time.Until(first.Leaf.NotAfter.Add(-life / 3)) + 50*time.Millisecond)
+	time.Sleep(time.Until(first.Leaf.NotAfter.Add(-life/3)) + 50*time.Millisecond)
 	if again, err := m.CertificateFor("api.example.com", 443); err == nil && again == first {
 		t.Error("a leaf near the end of its life, cut short by its CA, was served from the cache")
 	}
