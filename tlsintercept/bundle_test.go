@@ -86,8 +86,10 @@ func TestPublishBundle(t *testing.T) {
 	verifyLeaf(t, publicLeaf(t, public, "example.org"), b, "example.org")
 }
 
-// TestPublishBundleSystemRoots publishes with this machine's own roots,
-// when it has any: a root found there verifies against the bundle.
+// TestPublishBundleSystemRoots publishes with this machine's own roots: a
+// root found there verifies against the bundle. It needs the system roots
+// (the Debian package ca-certificates, which .ci/run installs); the path
+// without any is TestPublishBundleNoRoots'.
 func TestPublishBundleSystemRoots(t *testing.T) {
 	t.Parallel()
 	ca, err := NewCA("agent-a")
@@ -97,7 +99,7 @@ func TestPublishBundleSystemRoots(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ca.pem")
 	err = ca.publishBundle(path, systemRootFiles)
 	if errors.Is(err, ErrNoSystemRoots) {
-		t.Skip("this machine has no system roots")
+		t.Fatal("this machine has no system roots: install the Debian package ca-certificates (.ci/run does)")
 	}
 	if err != nil {
 		t.Fatal(err)
