@@ -1,9 +1,7 @@
 package console
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -79,44 +77,8 @@ func (con *Console) consoleOverview(w http.ResponseWriter, r *http.Request) {
 // consoleHealth reads this Baton's metrics as its GET /metrics serves them
 // (in process, no request on the network): nil when it serves none.
 func (con *Console) consoleHealth(ctx context.Context) (*edgehealth.Snapshot, error) {
-	h := con.o.Metrics
-	if h == nil {
+	if con.o.Metrics == nil {
 		return nil, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	var rw bufferedResponse
-	h.ServeHTTP(&rw, req)
-	if rw.status != 0 && rw.status != http.StatusOK {
-		return nil, fmt.Errorf("the metrics handler answered %d", rw.status)
-	}
-	return edgehealth.Read(&rw.body, time.Now())
-}
-
-// bufferedResponse keeps what a handler writes.
-type bufferedResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header {
-	if b.header == nil {
-		b.header = http.Header{}
-	}
-	return b.header
-}
-
-func (b *bufferedResponse) WriteHeader(status int) {
-	if b.status == 0 {
-		b.status = status
-	}
-}
-
-func (b *bufferedResponse) Write(p []byte) (int, error) {
-	b.WriteHeader(http.StatusOK)
-	return b.body.Write(p)
+	return edgehealth.Scrape(ctx, con.o.Metrics, time.Now())
 }

@@ -1,7 +1,6 @@
 package mesh
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -179,14 +178,7 @@ func (a *Announcer) figures(ctx context.Context, now time.Time) ([]EdgeFigures, 
 	if a.o.Metrics == nil {
 		return nil, 0
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
-	if err != nil {
-		return nil, 0
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	rec := &buffered{header: http.Header{}}
-	a.o.Metrics.ServeHTTP(rec, req)
-	snap, err := edgehealth.Read(&rec.body, now)
+	snap, err := edgehealth.Scrape(ctx, a.o.Metrics, now)
 	if err != nil {
 		return nil, 0
 	}
@@ -217,13 +209,3 @@ func (a *Announcer) figures(ctx context.Context, now time.Time) ([]EdgeFigures, 
 	}
 	return out, w.Seconds()
 }
-
-// buffered keeps what a handler writes.
-type buffered struct {
-	header http.Header
-	body   bytes.Buffer
-}
-
-func (b *buffered) Header() http.Header         { return b.header }
-func (b *buffered) Write(p []byte) (int, error) { return b.body.Write(p) }
-func (b *buffered) WriteHeader(int)             {}

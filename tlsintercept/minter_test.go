@@ -371,15 +371,7 @@ func TestCertificateFor(t *testing.T) {
 func TestLeafWithinCA(t *testing.T) {
 	t.Parallel()
 	notAfter := time.Now().Add(time.Hour).Truncate(time.Second)
-	certFile, keyFile := caFiles(t, ecKey(t), true, notAfter, "PRIVATE KEY")
-	ca, err := LoadCA(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := NewMinter(ca, mustHosts(t, "api.example.com:443"), MinterOptions{LeafTTL: 6 * time.Hour}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := minterOfCAUntil(t, notAfter)
 	c, err := m.CertificateFor("api.example.com", 443)
 	if err != nil {
 		t.Fatal(err)
@@ -426,15 +418,7 @@ func TestNewMinterOptions(t *testing.T) {
 func TestLeafCutShortByCA(t *testing.T) {
 	t.Parallel()
 	notAfter := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
-	certFile, keyFile := caFiles(t, ecKey(t), true, notAfter, "PRIVATE KEY")
-	ca, err := LoadCA(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := NewMinter(ca, mustHosts(t, "api.example.com:443"), MinterOptions{LeafTTL: 6 * time.Hour}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := minterOfCAUntil(t, notAfter)
 	first, err := m.CertificateFor("api.example.com", 443)
 	if err != nil {
 		t.Fatal(err)
@@ -448,4 +432,20 @@ func TestLeafCutShortByCA(t *testing.T) {
 	if again, err := m.CertificateFor("api.example.com", 443); err == nil && again == first {
 		t.Error("a leaf near the end of its life, cut short by its CA, was served from the cache")
 	}
+}
+
+// minterOfCAUntil is a minter for api.example.com:443, with a 6 h TTL, of a
+// CA valid until notAfter.
+func minterOfCAUntil(t *testing.T, notAfter time.Time) *Minter {
+	t.Helper()
+	certFile, keyFile := caFiles(t, ecKey(t), true, notAfter, "PRIVATE KEY")
+	ca, err := LoadCA(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMinter(ca, mustHosts(t, "api.example.com:443"), MinterOptions{LeafTTL: 6 * time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
