@@ -2,10 +2,14 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 )
 
 // Callers makes an inbound edge the edge of callers that run no Baton (a
@@ -26,6 +30,15 @@ type Callers struct {
 	// restrict them); their content is untrusted unless the edge's
 	// posture says otherwise.
 	Anonymous bool `yaml:"anonymous"`
+	// Forward passes the credential the edge verified on to the agent in
+	// Authorization; by default it is removed, and the agent gets the
+	// caller's verified identity instead (Baton-Caller, ...).
+	Forward bool `yaml:"forward"`
+	// ClaimHeaders gives the agent chosen claims of the caller's JWT, each
+	// in a header of its own: header name → claim name (a dot path for a
+	// nested claim). Baton removes these headers from every request it
+	// receives before it sets them, so the agent can trust them.
+	ClaimHeaders map[string]string `yaml:"claim_headers"`
 
 	// ParsedNetworks is Networks parsed by Validate.
 	ParsedNetworks []netip.Prefix `yaml:"-"`
@@ -120,6 +133,55 @@ func (c *Config) validateCallers(bad badFunc) {
 		}
 		if j := k.JWT; j != nil {
 			validateCallerJWT(bad, path+".jwt", j)
+		}
+		if k.Forward && k.Anonymous {
+			bad(path+".forward", true, "must not be set on an anonymous edge: it verifies no credential, so there is none to forward "+
+				"(a caller's own Authorization reaches the agent as sent); remove it")
+		}
+		validateClaimHeaders(bad, path, k)
+	}
+}
+
+// reservedHeaders are the headers claim_headers may not name: HTTP's own,
+// credentials, and the wire contract between Batons (Baton-* is refused by
+// its prefix).
+var reservedHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
+	"Host": true, "Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Proxy-Connection": true, "Expect": true,
+	"Content-Length": true, "Content-Type": true, "Content-Encoding": true, "Content-Digest": true,
+	"Traceparent": true, "Tracestate": true, "Baggage": true, "Idempotency-Key": true,
+	"Signature": true, "Signature-Input": true, "Forwarded": true, "X-Forwarded-For": true,
+}
+
+// headerName is an HTTP field name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+func validateClaimHeaders(bad badFunc, path string, k *Callers) {
+	if len(k.ClaimHeaders) == 0 {
+		return
+	}
+	if k.JWT == nil {
+		bad(path+".claim_headers", nil, "needs jwt: only a JWT has claims to pass on; remove claim_headers or add jwt")
+		return
+	}
+	seen := map[string]string{}
+	for _, h := range slices.Sorted(maps.Keys(k.ClaimHeaders)) {
+		at := path + ".claim_headers." + h
+		canon := http.CanonicalHeaderKey(h)
+		switch {
+		case seen[canon] != "":
+			bad(at, nil, "names the same header as "+seen[canon]+" (header names are case-insensitive): keep one")
+		case !headerName.MatchString(h):
+			bad(at, nil, "must be an HTTP header name (letters, digits and !#$%&'*+.^_`|~-), like X-Caller-Email")
+		case len(canon) > 6 && strings.EqualFold(canon[:6], "baton-"):
+			bad(at, nil, "must not be a Baton-* header: those are Baton's own; use a name like X-Caller-Email")
+		case reservedHeaders[canon]:
+			bad(at, nil, "must not be a header HTTP or Baton uses itself; use a name like X-Caller-Email")
+		}
+		seen[canon] = h
+		if c := k.ClaimHeaders[h]; c == "" || strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".") || strings.Contains(c, "..") {
+			bad(at, c, "must name a claim of the caller's JWT, like email or realm_access.roles (a dot path for a nested claim)")
 		}
 	}
 }

@@ -120,6 +120,29 @@ func TestCallersInvalid(t *testing.T) {
 			},
 		},
 		{
+			name:  "forward on an anonymous edge",
+			edges: "[{from: web, callers: {anonymous: true, forward: true}}]",
+			want: []string{`edges[0].callers.forward: must not be set on an anonymous edge: it verifies no credential, so there is none to forward ` +
+				`(a caller's own Authorization reaches the agent as sent); remove it, got true`},
+		},
+		{
+			name:  "claim headers without a JWT",
+			edges: "[{from: web, callers: {bearer: {tokens_env: T}, claim_headers: {X-Caller-Email: email}}}]",
+			want:  []string{`edges[0].callers.claim_headers: needs jwt: only a JWT has claims to pass on; remove claim_headers or add jwt`},
+		},
+		{
+			name: "claim headers Baton or HTTP uses, twice, or naming no claim",
+			edges: "[{from: web, callers: {jwt: {issuer: i, audience: a, jwks_url: \"https://x/\"}, claim_headers: " +
+				"{Baton-Caller-Subject: sub, authorization: sub, \"X Email\": email, x-team: team, X-Team: team, X-Roles: \"realm..roles\"}}}]",
+			want: []string{
+				`edges[0].callers.claim_headers.Baton-Caller-Subject: must not be a Baton-* header: those are Baton's own; use a name like X-Caller-Email`,
+				`edges[0].callers.claim_headers.X Email: must be an HTTP header name (letters, digits and !#$%&'*+.^_` + "`" + `|~-), like X-Caller-Email`,
+				`edges[0].callers.claim_headers.X-Roles: must name a claim of the caller's JWT, like email or realm_access.roles (a dot path for a nested claim), got "realm..roles"`,
+				`edges[0].callers.claim_headers.authorization: must not be a header HTTP or Baton uses itself; use a name like X-Caller-Email`,
+				`edges[0].callers.claim_headers.x-team: names the same header as X-Team (header names are case-insensitive): keep one`,
+			},
+		},
+		{
 			name:  "require_signature",
 			edges: "[{from: web, require_signature: true, callers: {anonymous: true}}]",
 			want:  []string{`edges[0].require_signature: must not be true with callers: callers that run no Baton sign nothing; remove it, got true`},

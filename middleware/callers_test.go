@@ -36,12 +36,13 @@ func TestCallers(t *testing.T) {
 		{Edge: "app", Networks: []netip.Prefix{netip.MustParsePrefix("172.16.0.0/12")},
 			JWT: &trust.JWTRule{Issuer: "i", Audience: "a", Keys: noKeySource{}}},
 		{Edge: "lan", Networks: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, Anonymous: true},
+		{Edge: "ops", Networks: []netip.Prefix{netip.MustParsePrefix("100.64.0.0/10")}, Tokens: []string{token}, Forward: true},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pol, err := trust.NewPolicy(nil, []trust.EdgeRule{
-		{Peer: "web", Callers: true}, {Peer: "app", Callers: true}, {Peer: "lan", Callers: true},
+		{Peer: "web", Callers: true}, {Peer: "app", Callers: true}, {Peer: "lan", Callers: true}, {Peer: "ops", Callers: true},
 		{Peer: "planner"},
 	})
 	if err != nil {
@@ -49,6 +50,7 @@ func TestCallers(t *testing.T) {
 	}
 	type seen struct {
 		from, caller, posture, agentHdr, auth, grant string
+		via, subject                                 string
 		hop                                          int
 	}
 	chain := func(m CallerMatcher) (http.Handler, *seen) {
@@ -56,10 +58,11 @@ func TestCallers(t *testing.T) {
 		end := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
 			got = seen{from: in.From, caller: in.Caller.String(), posture: in.Posture, hop: in.Hop,
-				agentHdr: r.Header.Get(HeaderAgent), auth: r.Header.Get("Authorization"), grant: r.Header.Get(HeaderGrant)}
+				agentHdr: r.Header.Get(HeaderAgent), auth: r.Header.Get("Authorization"), grant: r.Header.Get(HeaderGrant),
+				via: r.Header.Get(HeaderCaller), subject: r.Header.Get(HeaderCallerSubject)}
 			w.WriteHeader(http.StatusNoContent)
 		})
-		h := Callers(m)(Verify(VerifyOptions{Policy: pol})(HopGuard(func(string) int { return 8 })(end)))
+		h := Callers(CallersOptions{Matcher: m, Realm: "analyst"})(Verify(VerifyOptions{Policy: pol})(HopGuard(func(string) int { return 8 })(end)))
 		return h, &got
 	}
 	tests := []struct {
@@ -72,19 +75,31 @@ func TestCallers(t *testing.T) {
 		reason    string
 		challenge string
 	}{
-		{name: "bearer", remote: "10.1.2.3:5000",
-			hdr:    map[string]string{"Authorization": "Bearer " + token, HeaderHop: "7", HeaderGrant: "e30"},
+		{name: "bearer: the token stays at the edge", remote: "10.1.2.3:5000",
+			hdr: map[string]string{"Authorization": "Bearer " + token, HeaderHop: "7", HeaderGrant: "e30",
+				HeaderCaller: "jwt", HeaderCallerSubject: "admin"},
 			status: http.StatusNoContent,
-			want:   seen{from: "web", caller: "bearer", posture: "evaluate", agentHdr: "web", auth: "Bearer " + token, hop: 1}},
+			want:   seen{from: "web", caller: "bearer", posture: "evaluate", agentHdr: "web", via: "bearer", hop: 1}},
+		{name: "bearer on an edge that forwards it", remote: "100.64.0.1:5000",
+			hdr:    map[string]string{"Authorization": "Bearer " + token},
+			status: http.StatusNoContent,
+			want:   seen{from: "ops", caller: "bearer", posture: "evaluate", agentHdr: "ops", via: "bearer", auth: "Bearer " + token, hop: 1}},
 		{name: "anonymous from its network", remote: "192.168.0.9:5000", status: http.StatusNoContent,
-			want: seen{from: "lan", caller: "network:192.168.0.9", posture: "untrusted", agentHdr: "lan", hop: 1}},
+			want: seen{from: "lan", caller: "network:192.168.0.9", posture: "untrusted", agentHdr: "lan", via: "network",
+				subject: "192.168.0.9", hop: 1}},
+		{name: "anonymous: an unverified Authorization is not the edge's", remote: "192.168.0.9:5000",
+			hdr: map[string]string{"Authorization": "Basic eDp5"}, status: http.StatusNoContent,
+			want: seen{from: "lan", caller: "network:192.168.0.9", posture: "untrusted", agentHdr: "lan", via: "network",
+				subject: "192.168.0.9", auth: "Basic eDp5", hop: 1}},
 		{name: "wrong token", remote: "10.1.2.3:5000", hdr: map[string]string{"Authorization": "Bearer nope"},
 			status: http.StatusUnauthorized, class: string(problem.BadCredential), reason: trust.CredentialBadToken,
-			challenge: `Bearer realm="baton", error="invalid_token"`},
+			challenge: `Bearer realm="analyst", error="invalid_token"`},
 		{name: "not a bearer credential", remote: "10.1.2.3:5000", hdr: map[string]string{"Authorization": "Basic eDp5"},
 			status: http.StatusUnauthorized, class: string(problem.BadCredential), reason: trust.CredentialScheme,
-			challenge: `Bearer realm="baton"`},
-		{name: "no credential", remote: "10.1.2.3:5000",
+			challenge: `Bearer realm="analyst"`},
+		{name: "no credential: challenged", remote: "10.1.2.3:5000",
+			status: http.StatusUnauthorized, class: string(problem.MissingCredential), challenge: `Bearer realm="analyst"`},
+		{name: "no credential from where no edge admits it", remote: "203.0.113.1:5000",
 			status: http.StatusForbidden, class: string(problem.PolicyDenied), reason: trust.DecisionNoEdge},
 		{name: "token from outside its networks", remote: "203.0.113.1:5000", hdr: map[string]string{"Authorization": "Bearer " + token},
 			status: http.StatusForbidden, class: string(problem.PolicyDenied), reason: trust.DecisionNoEdge},
@@ -129,8 +144,17 @@ func TestCallers(t *testing.T) {
 			if got := w.Header().Get("WWW-Authenticate"); got != tc.challenge {
 				t.Errorf("WWW-Authenticate %q, want %q", got, tc.challenge)
 			}
-			if tc.status == http.StatusUnauthorized && in.PolicyDenial != DenialBadCredential {
-				t.Errorf("PolicyDenial %q, want %q", in.PolicyDenial, DenialBadCredential)
+			wantDenial := ""
+			switch tc.class {
+			case string(problem.BadCredential):
+				wantDenial = DenialBadCredential
+			case string(problem.MissingCredential):
+				wantDenial = DenialMissingCredential
+			case string(problem.PolicyDenied):
+				wantDenial = tc.reason
+			}
+			if in.PolicyDenial != wantDenial {
+				t.Errorf("PolicyDenial %q, want %q", in.PolicyDenial, wantDenial)
 			}
 		})
 	}
@@ -141,12 +165,12 @@ func TestCallers(t *testing.T) {
 func TestCallersNone(t *testing.T) {
 	t.Parallel()
 	end := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	if h := Callers(nil)(end); h == nil {
+	if h := Callers(CallersOptions{})(end); h == nil {
 		t.Fatal("Callers(nil) returned no handler")
 	}
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	w := httptest.NewRecorder()
-	Callers(nil)(end).ServeHTTP(w, r)
+	Callers(CallersOptions{})(end).ServeHTTP(w, r)
 	if w.Code != http.StatusNoContent {
 		t.Errorf("status %d, want 204", w.Code)
 	}

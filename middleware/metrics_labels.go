@@ -75,7 +75,7 @@ var (
 	signatureReasons = [...]string{"missing", "malformed", "unknown_key", "bad_signature", "digest_mismatch",
 		"expired", "future", "agent_mismatch", "uncovered", ReasonReplayed, "other"}
 	denialReasons = [...]string{"no_edge", "unsigned", "not_granted", "uncorrelated", "grant",
-		DenialUnknownDestination, DenialDeniedAddress, DenialHopLimit, DenialBadCredential, "other"}
+		DenialUnknownDestination, DenialDeniedAddress, DenialHopLimit, DenialBadCredential, DenialMissingCredential, "other"}
 )
 
 // Policy denial reasons Baton itself gives, besides trust's decisions.

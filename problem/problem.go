@@ -75,6 +75,7 @@ const (
 	TraceAbandoned      Class = "trace-abandoned"
 	TLSIdentityMismatch Class = "tls-identity-mismatch"
 	BadCredential       Class = "bad-credential"
+	MissingCredential   Class = "missing-credential"
 )
 
 type classInfo struct {
@@ -132,6 +133,7 @@ var classes = map[Class]classInfo{
 	TraceAbandoned:      {"Trace abandoned", http.StatusConflict, -32090},
 	TLSIdentityMismatch: {"TLS identity is another agent's", http.StatusForbidden, -32091},
 	BadCredential:       {"Caller credential refused", http.StatusUnauthorized, -32092},
+	MissingCredential:   {"Caller credential required", http.StatusUnauthorized, -32094},
 	UpstreamCertificate: {"Upstream certificate refused", http.StatusBadGateway, -32093},
 }
 

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/batonproxy/baton/config"
@@ -16,7 +19,7 @@ import (
 // edges with callers: the matcher (nil when no edge has callers) and the
 // background fetches of JWK Set URLs, for Start to run. env reads the
 // bearer tokens' variables.
-func newCallers(c *config.Config, env func(string) string, log *slog.Logger) (middleware.CallerMatcher, []func(context.Context), error) {
+func newCallers(c *config.Config, env func(string) string, log *slog.Logger) (*trust.Callers, []func(context.Context), error) {
 	rules, runs, err := callerRules(c, env, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("proxy: callers: %w", err)
@@ -29,6 +32,15 @@ func newCallers(c *config.Config, env func(string) string, log *slog.Logger) (mi
 		return nil, nil, fmt.Errorf("proxy: callers: %w", err)
 	}
 	return m, runs, nil
+}
+
+// callerOptions configure the ingress's Callers middleware; with no
+// callers edges (m nil) it is not in the chain.
+func callerOptions(m *trust.Callers, agent string) middleware.CallersOptions {
+	if m == nil {
+		return middleware.CallersOptions{}
+	}
+	return middleware.CallersOptions{Matcher: m, Realm: agent, IdentityHeaders: m.IdentityHeaders()}
 }
 
 // CheckCallers loads what the callers edges name, their bearer tokens
@@ -52,7 +64,10 @@ func callerRules(c *config.Config, env func(string) string, log *slog.Logger) ([
 			continue
 		}
 		path := fmt.Sprintf("edges[%d].callers", i)
-		r := trust.CallerRule{Edge: e.From, Networks: k.ParsedNetworks, Anonymous: k.Anonymous}
+		r := trust.CallerRule{Edge: e.From, Networks: k.ParsedNetworks, Anonymous: k.Anonymous, Forward: k.Forward}
+		for _, h := range slices.Sorted(maps.Keys(k.ClaimHeaders)) {
+			r.ClaimHeaders = append(r.ClaimHeaders, trust.ClaimHeader{Header: http.CanonicalHeaderKey(h), Claim: k.ClaimHeaders[h]})
+		}
 		if b := k.Bearer; b != nil {
 			toks, err := callerTokens(env(b.TokensEnv), b.TokensEnv)
 			if err != nil {

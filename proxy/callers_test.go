@@ -100,8 +100,9 @@ func refusal(t *testing.T, resp *http.Response) trustProblem {
 // its network, is named by the web edge: its Idempotency-Key window works
 // (the second send replayed, the agent called once), the agent gets its
 // Authorization untouched and no hop the caller claimed, and the receipt
-// names it. A wrong or absent token is refused; so is a Baton that claims
-// the edge's name.
+// names it. The agent gets the caller's identity, not its token. A wrong
+// token is refused, an absent one challenged; a Baton that claims the
+// edge's name is refused.
 func TestCallerBearer(t *testing.T) {
 	t.Parallel()
 	url := redistest.Shared(t)
@@ -122,9 +123,10 @@ func TestCallerBearer(t *testing.T) {
 		t.Fatalf("the agent was called %d times, want once", n)
 	}
 	got := agent.last(t)
-	if got.Header.Get("Authorization") != "Bearer "+webToken2 || got.Header.Get("Baton-Agent") != "web" || got.Header.Get("Baton-Hop") != "" {
-		t.Errorf("the agent got Authorization %q, Baton-Agent %q, Baton-Hop %q", got.Header.Get("Authorization"),
-			got.Header.Get("Baton-Agent"), got.Header.Get("Baton-Hop"))
+	if got.Header.Get("Authorization") != "" || got.Header.Get("Baton-Agent") != "web" || got.Header.Get("Baton-Hop") != "" ||
+		got.Header.Get("Baton-Caller") != "bearer" {
+		t.Errorf("the agent got Authorization %q, Baton-Agent %q, Baton-Hop %q, Baton-Caller %q", got.Header.Get("Authorization"),
+			got.Header.Get("Baton-Agent"), got.Header.Get("Baton-Hop"), got.Header.Get("Baton-Caller"))
 	}
 	rec := callerReceipt(t, b, trace)
 	if rec.From != "web" || rec.To != "analyst" || rec.Caller != "bearer" || rec.Hop != 1 || rec.Key != "order-42" ||
@@ -140,7 +142,7 @@ func TestCallerBearer(t *testing.T) {
 		reason string
 	}{
 		{"wrong token", http.Header{"Authorization": {"Bearer " + webToken1 + "0"}}, http.StatusUnauthorized, "bad-credential", "bad_token"},
-		{"no token", nil, http.StatusForbidden, "policy-denied", "no_edge"},
+		{"no token", nil, http.StatusUnauthorized, "missing-credential", ""},
 		{"a Baton claiming the edge's name", http.Header{"Authorization": {"Bearer " + webToken1}, "Baton-Agent": {"web"}},
 			http.StatusForbidden, "policy-denied", "no_edge"},
 	} {
@@ -255,8 +257,9 @@ func TestCallerJWT(t *testing.T) {
 		if rec.From != tc.from || !strings.HasPrefix(rec.Caller, "jwt:svc-") {
 			t.Errorf("%s: receipt from %q, caller %q", tc.name, rec.From, rec.Caller)
 		}
-		if got := agent.last(t).Header.Get("Authorization"); got != "Bearer "+tc.token {
-			t.Errorf("%s: the agent got Authorization %q", tc.name, got)
+		if h := agent.last(t).Header; h.Get("Authorization") != "" || h.Get("Baton-Caller") != "jwt" || h.Get("Baton-Caller-Subject") != rec.Caller[len("jwt:"):] {
+			t.Errorf("%s: the agent got Authorization %q, Baton-Caller %q, Baton-Caller-Subject %q", tc.name,
+				h.Get("Authorization"), h.Get("Baton-Caller"), h.Get("Baton-Caller-Subject"))
 		}
 	}
 
@@ -280,7 +283,7 @@ func TestCallerJWT(t *testing.T) {
 			if resp.StatusCode != http.StatusUnauthorized || !strings.HasSuffix(p.Type, "#bad-credential") || p.Reason != tc.reason {
 				t.Errorf("%d %s (reason %q: %s), want 401 bad-credential (%s)", resp.StatusCode, p.Type, p.Reason, p.Detail, tc.reason)
 			}
-			if got := resp.Header.Get("WWW-Authenticate"); got != `Bearer realm="baton", error="invalid_token"` {
+			if got := resp.Header.Get("WWW-Authenticate"); got != `Bearer realm="analyst", error="invalid_token"` {
 				t.Errorf("WWW-Authenticate %q", got)
 			}
 		})

@@ -282,7 +282,7 @@ func New(o Options) (*Server, error) {
 		middleware.Measure(sm.m),
 		tracing,
 		middleware.Limit(c.Limits.MaxBodyBytes),
-		middleware.Callers(callers),
+		middleware.Callers(callerOptions(callers, c.Agent)),
 		middleware.Verify(middleware.VerifyOptions{
 			Verifier: ts.verifier, Policy: ts.policy, RequireAll: ts.verifier != nil,
 			Grants: grants, Log: o.Logger,

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ const (
 	CredentialIssuer      = "issuer"        // iss is not the edge's issuer
 	CredentialClaims      = "claims"        // another claim refused (exp missing, say)
 	CredentialNoKeys      = "keys_unavailable"
+	CredentialMissing     = "missing" // none presented where an edge needs one
 )
 
 // CallerRule is one inbound edge for callers that run no Baton.
@@ -64,6 +66,10 @@ type CallerRule struct {
 	JWT *JWTRule
 	// Anonymous admits callers with no credential.
 	Anonymous bool
+	// Forward leaves the verified credential in the request for the agent.
+	Forward bool
+	// ClaimHeaders pass claims of a verified JWT to the agent.
+	ClaimHeaders []ClaimHeader
 }
 
 // JWTRule is what a caller's JWT must satisfy: signed (RS256, ES256 or
@@ -82,6 +88,12 @@ type Caller struct {
 	Via string
 	// Subject is the JWT's sub (jwt) or the source address (network).
 	Subject string
+	// Forward: the credential that identified it goes on to the agent;
+	// otherwise it is removed from the request.
+	Forward bool
+	// Headers are the claim headers of its edge with their values, for
+	// the claims its JWT has (ClaimHeader).
+	Headers [][2]string
 }
 
 // String renders the caller for records: "jwt:<sub>", "bearer",
@@ -122,6 +134,9 @@ type CredentialError struct {
 }
 
 func (e *CredentialError) Error() string {
+	if e.Reason == CredentialMissing {
+		return "no credential for the edge from " + quoteForError(e.Edge) + ", which needs one"
+	}
 	return "credential refused for the edge from " + quoteForError(e.Edge) + ": " + e.Err.Error()
 }
 
@@ -187,7 +202,10 @@ func NewCallers(rules []CallerRule, now func() time.Time) (*Callers, error) {
 // when a JWT could not be checked for want of keys).
 func (c *Callers) Match(ctx context.Context, q CallerRequest) (*Caller, error) {
 	token, scheme, presented := bearerToken(q.Authorization)
-	var refused *CredentialError
+	var (
+		refused *CredentialError
+		needed  string // the first edge admitting the source that wants a credential
+	)
 	for i := range c.rules {
 		r := &c.rules[i]
 		if !inNetworks(r.Networks, q.Source) {
@@ -200,6 +218,9 @@ func (c *Callers) Match(ctx context.Context, q CallerRequest) (*Caller, error) {
 			return &Caller{Edge: r.Edge, Via: CallerAnonymous}, nil
 		}
 		if !presented {
+			if needed == "" && !r.Anonymous {
+				needed = r.Edge
+			}
 			continue
 		}
 		if !scheme {
@@ -210,7 +231,7 @@ func (c *Callers) Match(ctx context.Context, q CallerRequest) (*Caller, error) {
 			continue
 		}
 		if r.tokens != nil && tokenIn(r.tokens, token) {
-			return &Caller{Edge: r.Edge, Via: CallerBearer}, nil
+			return &Caller{Edge: r.Edge, Via: CallerBearer, Forward: r.Forward}, nil
 		}
 		if r.JWT == nil {
 			if refused == nil {
@@ -218,9 +239,10 @@ func (c *Callers) Match(ctx context.Context, q CallerRequest) (*Caller, error) {
 			}
 			continue
 		}
-		sub, err := r.checkJWT(ctx, token)
+		claims, err := r.checkJWT(ctx, token)
 		if err == nil {
-			return &Caller{Edge: r.Edge, Via: CallerJWT, Subject: sub}, nil
+			return &Caller{Edge: r.Edge, Via: CallerJWT, Subject: subject(claims), Forward: r.Forward,
+				Headers: claimHeaders(r.ClaimHeaders, claims)}, nil
 		}
 		if refused == nil || telling(err.Reason) > telling(refused.Reason) {
 			refused = err
@@ -229,7 +251,25 @@ func (c *Callers) Match(ctx context.Context, q CallerRequest) (*Caller, error) {
 	if refused != nil {
 		return nil, refused
 	}
+	if needed != "" {
+		return nil, &CredentialError{Edge: needed, Reason: CredentialMissing,
+			Err: errors.New("no credential: send Authorization: Bearer <token>")}
+	}
 	return nil, ErrNoCallerEdge
+}
+
+// IdentityHeaders returns the claim headers of every rule, canonical and
+// each once: no request may bring them itself.
+func (c *Callers) IdentityHeaders() []string {
+	var out []string
+	for _, r := range c.rules {
+		for _, h := range r.ClaimHeaders {
+			if !slices.Contains(out, h.Header) {
+				out = append(out, h.Header)
+			}
+		}
+	}
+	return out
 }
 
 // telling ranks a refusal's reason by how much it tells the caller, when
@@ -291,11 +331,11 @@ func tokenIn(tokens [][sha256.Size]byte, token string) bool {
 	return ok == 1
 }
 
-// checkJWT verifies token against the rule and returns its subject.
-func (r *callerRule) checkJWT(ctx context.Context, token string) (string, *CredentialError) {
-	var claims jwt.RegisteredClaims
+// checkJWT verifies token against the rule and returns its claims.
+func (r *callerRule) checkJWT(ctx context.Context, token string) (jwt.MapClaims, *CredentialError) {
+	claims := jwt.MapClaims{}
 	var keysErr error
-	_, err := r.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
+	_, err := r.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
 		set, err := r.JWT.Keys.KeySet(ctx, kid)
 		if err != nil {
@@ -316,11 +356,13 @@ func (r *callerRule) checkJWT(ctx context.Context, token string) (string, *Crede
 		return jwt.VerificationKeySet{Keys: vs}, nil
 	})
 	if err == nil {
-		sub := claims.Subject
-		if len(sub) > maxSubject {
-			sub = strings.ToValidUTF8(sub[:maxSubject], "")
+		if sub, ok := claims["sub"]; ok {
+			if _, ok := sub.(string); !ok {
+				return nil, &CredentialError{Edge: r.Edge, Reason: CredentialClaims,
+					Err: errors.New("jwt: token has invalid claims: sub is not a string")}
+			}
 		}
-		return sub, nil
+		return claims, nil
 	}
 	ce := &CredentialError{Edge: r.Edge, Err: fmt.Errorf("jwt: %w", err)}
 	switch {
@@ -343,7 +385,7 @@ func (r *callerRule) checkJWT(ctx context.Context, token string) (string, *Crede
 	default:
 		ce.Reason = CredentialClaims
 	}
-	return "", ce
+	return nil, ce
 }
 
 var errUnknownJWTKey = errors.New("unknown signing key")

@@ -106,7 +106,7 @@ func TestCallersMatch(t *testing.T) {
 		{name: "second token, scheme in lower case", src: inside, auth: []string{"bearer " + token2}, caller: "web bearer"},
 		{name: "bearer from elsewhere is no bearer edge's", src: outside, auth: []string{"Bearer " + token1}, reason: trust.CredentialMalformed},
 		{name: "wrong token", src: inside, auth: []string{"Bearer " + token1 + "x"}, reason: trust.CredentialBadToken},
-		{name: "no credential", src: outside, caller: "", reason: ""},
+		{name: "no credential, where an edge wants one", src: outside, reason: trust.CredentialMissing},
 		{name: "not a Bearer scheme", src: inside, auth: []string{"Basic dXNlcjpwYXNz"}, reason: trust.CredentialScheme},
 		{name: "two Authorization headers", src: inside, auth: []string{"Bearer " + token1, "Bearer " + token2}, reason: trust.CredentialScheme},
 		{name: "ES256", src: outside, auth: []string{"Bearer " + es(claims())}, caller: "app jwt:user-7"},
