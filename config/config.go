@@ -46,6 +46,8 @@ type Config struct {
 	Trust    Trust            `yaml:"trust"`
 	Taint    Taint            `yaml:"taint"`
 	Journal  Journal          `yaml:"journal"`
+	// Models is what Baton makes of the agent's model calls (models.go).
+	Models Models `yaml:"models"`
 	// Approvals configures confirmation gates (confirm.go).
 	Approvals Approvals `yaml:"approvals"`
 	// TLS is mutual TLS between Batons (docs/tls.md).
@@ -198,6 +200,9 @@ type Edge struct {
 	// Callers makes an inbound edge the edge of callers that run no Baton
 	// (callers.go); From is the name they get.
 	Callers *Callers `yaml:"callers"`
+	// ChainBudget bounds the model spend of the chains that enter on this
+	// inbound edge (models.go).
+	ChainBudget *ChainBudget `yaml:"chain_budget"`
 }
 
 // UnmarshalYAML decodes an edge with max_hops defaulted only when the key is

@@ -256,7 +256,7 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "top level, no near miss",
 			in:   minimal + "frobnicate: {window: 1h}\n",
-			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, approvals, tls, compensation, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, models, approvals, tls, compensation, admin_token, limits, timeouts, intercept (line 3)`},
 		},
 		{
 			name: "nested under listen",
@@ -276,17 +276,17 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "in a list item",
 			in:   minimal + "edges:\n  - {from: a}\n  - {from: b, retries: 3}\n",
-			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm, context, side_effects, callers (line 5)`},
+			want: []string{`edges[1].retries: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm, context, side_effects, callers, chain_budget (line 5)`},
 		},
 		{
 			name: "in a merged mapping",
 			in:   minimal + "edges: [{<<: {hops: 2}, from: a}]\n",
-			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm, context, side_effects, callers (line 3)`},
+			want: []string{`edges[0].hops: unknown key, want one of to, from, max_hops, dedupe, retry, breaker, auto_replay, contract, require_signature, posture, grant, untrusted, on_injection, journal, mcp, confirm, context, side_effects, callers, chain_budget (line 3)`},
 		},
 		{
 			name: "fields filled by Validate are not keys",
 			in:   minimal + "upstreamurl: http://x\n",
-			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, approvals, tls, compensation, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, models, approvals, tls, compensation, admin_token, limits, timeouts, intercept (line 3)`},
 		},
 	}
 	for _, tt := range tests {

@@ -21,6 +21,9 @@ type Route struct {
 	// URL is the upstream's base URL (http or https, with an optional base
 	// path); a request to /<name>/rest goes to URL + rest.
 	URL string `yaml:"url"`
+	// API is the model API the upstream speaks, when it serves one
+	// (ModelAPIs); a route named for a preset speaks its preset's.
+	API string `yaml:"api"`
 
 	// ParsedURL is URL, or the preset's, parsed by Validate; its path ends
 	// in "/".

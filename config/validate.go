@@ -123,6 +123,7 @@ func (c *Config) Validate() error {
 	c.validateIntercept(bad)
 	c.validateTaint(bad)
 	c.validateJournal(bad)
+	c.validateModels(bad)
 	c.validateInterceptTLS(bad)
 	c.validateMCP(bad)
 	c.validateConfirm(bad)

@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/batonproxy/baton/problem"
 	"github.com/batonproxy/baton/trust"
@@ -95,6 +96,9 @@ func Callers(o CallersOptions) func(http.Handler) http.Handler {
 			if err != nil {
 				refuseCaller(w, r, in, src, err, challenge)
 				return
+			}
+			if vs := h[HeaderChainBudget]; len(vs) > 0 {
+				in.budgetHeader = strings.Join(vs, ",")
 			}
 			StripBatonHeaders(h)
 			h.Set(HeaderAgent, c.Edge)

@@ -58,7 +58,8 @@ func Handle(hs Handlings) func(http.Handler) http.Handler {
 				}
 			}
 			h := &Handling{ID: in.RecordID, TraceID: in.TraceID, Hop: in.Hop, From: in.From,
-				Key: ScopeKey(in.From, in.To, in.Key), Started: in.Start, Work: setsToWork(r, in)}
+				Key: ScopeKey(in.From, in.To, in.Key), Started: in.Start, Work: setsToWork(r, in),
+				Budget: in.ChainBudget, BudgetNote: in.BudgetNote}
 			if h.Started.IsZero() {
 				h.Started = time.Now()
 			}

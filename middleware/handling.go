@@ -53,6 +53,11 @@ type Handling struct {
 	// list the Handlings registry keeps, and reads and writes under its own
 	// lock.
 	Older *Handling
+	// Budget is the budget of the chain the inbound handoff belongs to
+	// (chain_budget.go), sent on with the agent's handoffs; BudgetNote
+	// says why a budget the request carried was not taken.
+	Budget     ChainBudget
+	BudgetNote string
 
 	done    atomic.Bool
 	untied  atomic.Int32 // calls made while h was in flight that no handling took
@@ -60,6 +65,8 @@ type Handling struct {
 	stopped string                 // the dead letter where a chain this handling started stopped
 	calls   map[string][]slot      // by peer, in order of position
 	journal *record.JournalSummary // what the call journal did with the handling's calls
+	models  *record.ModelSummary   // the agent's model calls while it handled it
+	modelN  atomic.Int32           // model calls begun (ModelCallBegun)
 	skipped int                    // journal notes beyond record.MaxJournalNotes
 }
 
@@ -163,6 +170,40 @@ func (h *Handling) JournalSummary() *record.JournalSummary {
 		s.Skipped = append(s.Skipped, "and "+strconv.Itoa(h.skipped)+" more")
 	}
 	return &s
+}
+
+// ModelCallBegun counts a model call the agent began for the handling and
+// returns how many it has begun, this one included.
+func (h *Handling) ModelCallBegun() int { return int(h.modelN.Add(1)) }
+
+// NoteModelCall adds a model call to the handling's summary.
+func (h *Handling) NoteModelCall(c record.ModelCall) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.models == nil {
+		h.models = &record.ModelSummary{}
+	}
+	h.models.Add(c)
+}
+
+// ModelSummary returns a copy of what the agent's model calls did while
+// it handled h, with the chain's budget; nil when it made none and its
+// chain has no budget.
+func (h *Handling) ModelSummary() *record.ModelSummary {
+	h.mu.Lock()
+	s := h.models.Clone()
+	h.mu.Unlock()
+	if s == nil && !h.Budget.Set() && h.BudgetNote == "" {
+		return nil
+	}
+	if s == nil {
+		s = &record.ModelSummary{}
+	}
+	if h.Budget.Set() {
+		s.Budget = &record.BudgetView{Tokens: h.Budget.Tokens, CostUSD: h.Budget.CostUSD()}
+	}
+	s.BudgetNote = h.BudgetNote
+	return s
 }
 
 // A slot is a position among a handling's calls to one peer.

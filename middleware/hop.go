@@ -52,6 +52,9 @@ func Identity(next http.Handler) http.Handler {
 		}
 		r.Header.Set(HeaderAgent, in.Agent)
 		r.Header.Set(HeaderHop, strconv.Itoa(in.Hop))
+		if h := in.Handling; h != nil && h.Budget.Set() {
+			r.Header.Set(HeaderChainBudget, h.Budget.String()) // the chain's, carried on
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -44,8 +44,10 @@ type Info struct {
 	// peer; at ingress From is the sending agent and To the local agent.
 	From, To string
 	// External is the host:port of a non-agent destination at egress; when
-	// set the request is an external fetch, not a handoff.
+	// set the request is an external fetch, not a handoff. Route names the
+	// base-URL route it came by, if any.
 	External string
+	Route    string
 	// Target is where the request is forwarded.
 	Target *url.URL
 	// MaxHops is the hop limit of the edge.
@@ -139,6 +141,17 @@ type Info struct {
 	Shaping   *record.Shaping
 	Labels    *trust.Labels
 	Injection *InjectionSignal
+	// ChainBudget is, at ingress, the budget of the chain the request
+	// belongs to (chain_budget.go); BudgetNote says why a budget header
+	// was not taken; budgetHeader is a caller's header, kept by Callers
+	// before it removes the Baton-* headers.
+	ChainBudget  ChainBudget
+	BudgetNote   string
+	budgetHeader string
+	// SpanName and Operation, when set, name the egress span and its
+	// gen_ai.operation.name instead of the defaults: a model call's are
+	// "chat gpt-4o" and "chat" (package modelcall sets them).
+	SpanName, Operation string
 	// Err is the transport error, if any, for the access log.
 	Err error
 

@@ -80,6 +80,7 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 			}
 			if in.Handling != nil {
 				rec.Journal = in.Handling.JournalSummary()
+				rec.Models = in.Handling.ModelSummary()
 				rec.UncorrelatedCalls = in.Handling.Untied()
 			}
 			switch {

@@ -3,7 +3,8 @@ package middleware
 // Trace continues the caller's W3C trace (or starts one when traceparent is
 // absent or malformed: a bad header never fails the request) and wraps the
 // rest of the chain in a span: at egress a CLIENT span "invoke_agent {peer}"
-// for a handoff (or "{method}" for an external fetch), at ingress a SERVER
+// for a handoff, "{operation} {model}" for a model call (package modelcall
+// names it) or "{method}" for another external fetch, at ingress a SERVER
 // span "invoke_agent {agent}". It then rewrites traceparent so the next hop's
 // parent-id is Baton's span, keeping tracestate and baggage as the W3C rules
 // say. It sits right after AccessLog on both sides, so that every answer,
@@ -95,13 +96,21 @@ func annotate(span trace.Span, in *Info, method string, kind trace.SpanKind) {
 	// One SetAttributes call: each call allocates its slice and grows the
 	// span's.
 	attrs := [6 + maxDetail]attribute.KeyValue{
-		AttrOperation.String("invoke_agent"),
-		AttrAgentName.String(agentAttr(in)),
 		AttrEdge.String(in.Edge()),
 		AttrSide.String(in.Side.String()),
 		attribute.Int("http.response.status_code", status),
 	}
-	n := 5
+	n := 3
+	switch {
+	case in.Operation != "":
+		// A model call: its gen_ai.* attributes are its own (modelcall).
+		attrs[n], n = AttrOperation.String(in.Operation), n+1
+	case in.External != "":
+		// A fetch from the web or a tool is no agent: an HTTP client span.
+		attrs[n], n = attribute.String("server.address", in.External), n+1
+	default:
+		attrs[n], attrs[n+1], n = AttrOperation.String("invoke_agent"), AttrAgentName.String(agentAttr(in)), n+2
+	}
 	if in.Handoff() {
 		attrs[n], n = AttrHop.Int(in.Hop), n+1
 	}
@@ -117,6 +126,8 @@ func annotate(span trace.Span, in *Info, method string, kind trace.SpanKind) {
 
 func spanName(in *Info, method string) string {
 	switch {
+	case in.SpanName != "":
+		return in.SpanName
 	case in.Side == Ingress:
 		return "invoke_agent " + in.Agent
 	case in.Handoff() && in.To != "":

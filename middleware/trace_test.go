@@ -192,6 +192,7 @@ func TestTraceSpan(t *testing.T) {
 		wantKind   trace.SpanKind
 		wantAttrs  map[attribute.Key]attribute.Value
 		wantNoHop  bool
+		wantAbsent []attribute.Key
 		wantStatus codes.Code
 		wantEvent  string
 	}{
@@ -219,11 +220,25 @@ func TestTraceSpan(t *testing.T) {
 			fill:     func(in *Info) { in.From, in.External = "analyst", "api.example.com:443" },
 			wantName: "POST", wantKind: trace.SpanKindClient,
 			wantAttrs: map[attribute.Key]attribute.Value{
-				AttrOperation: attribute.StringValue("invoke_agent"),
-				AttrAgentName: attribute.StringValue("api.example.com:443"),
-				AttrEdge:      attribute.StringValue("analyst→api.example.com:443"),
+				"server.address": attribute.StringValue("api.example.com:443"),
+				AttrEdge:         attribute.StringValue("analyst→api.example.com:443"),
 			},
-			wantNoHop: true, wantStatus: codes.Unset,
+			wantAbsent: []attribute.Key{AttrOperation, AttrAgentName},
+			wantNoHop:  true, wantStatus: codes.Unset,
+		},
+		{
+			name: "egress model call", side: Egress, agent: "analyst", status: 200,
+			fill: func(in *Info) {
+				in.From, in.External, in.Route = "analyst", "api.openai.com:443", "openai"
+				in.SpanName, in.Operation = "chat gpt-4.1-mini", "chat"
+			},
+			wantName: "chat gpt-4.1-mini", wantKind: trace.SpanKindClient,
+			wantAttrs: map[attribute.Key]attribute.Value{
+				AttrOperation: attribute.StringValue("chat"),
+				AttrEdge:      attribute.StringValue("analyst→api.openai.com:443"),
+			},
+			wantAbsent: []attribute.Key{AttrAgentName},
+			wantNoHop:  true, wantStatus: codes.Unset,
 		},
 		{
 			name: "egress refused before resolution", side: Egress, agent: "analyst", status: 403,
@@ -287,6 +302,11 @@ func TestTraceSpan(t *testing.T) {
 			for k, v := range tc.wantAttrs {
 				if attrs[k] != v {
 					t.Errorf("%s = %v, want %v", k, attrs[k].String(), v.String())
+				}
+			}
+			for _, k := range tc.wantAbsent {
+				if v, ok := attrs[k]; ok {
+					t.Errorf("%s = %v, want none", k, v.String())
 				}
 			}
 			if got := attrs["http.response.status_code"]; got != attribute.IntValue(tc.status) {

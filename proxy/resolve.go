@@ -155,7 +155,7 @@ func (rs *resolver) viaRoute(r *http.Request, in *middleware.Info, rt config.Rou
 	if u, err := url.Parse(rest); err == nil {
 		r.URL.Path, r.URL.RawPath = u.Path, u.RawPath
 	}
-	in.From, in.External, in.Target = rs.agent, rt.HostPort(), rt.ParsedURL
+	in.From, in.External, in.Target, in.Route = rs.agent, rt.HostPort(), rt.ParsedURL, rt.Name
 }
 
 // externalScheme is how Baton reaches an external host on port: over TLS

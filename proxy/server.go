@@ -288,6 +288,7 @@ func New(o Options) (*Server, error) {
 			Grants: grants, Log: o.Logger,
 		}),
 		middleware.HopGuard(maxHops),
+		middleware.ChainBudgets(middleware.ChainBudgetOptions{Edge: chainBudgets(c)}),
 		middleware.Receipt(s.book),
 		s.tlsIdentity,
 		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: plug.MCPSessions, Log: o.Logger}),

@@ -35,6 +35,7 @@ const (
 	opAppend
 	opRange
 	opIndexAdd
+	opIndexIncr
 	opIndexRange
 	opIndexRemove
 	opIndexCount
@@ -49,7 +50,7 @@ const (
 )
 
 var storeOpNames = [nStoreOps]string{"claim", "claim_many", "renew", "swap", "release", "get", "set", "delete",
-	"append", "range", "index_add", "index_range", "index_remove", "index_count", "append_chained", "read_chain",
+	"append", "range", "index_add", "index_incr", "index_range", "index_remove", "index_count", "append_chained", "read_chain",
 	"attached", "mark_add",
 	"mark_lookup", "ping", "touch"}
 
@@ -156,6 +157,14 @@ func (s *measuredStore) IndexAdd(ctx context.Context, key, member string, score 
 	s.ops[opIndexAdd].Done(start, err)
 	s.indexed()
 	return err
+}
+
+func (s *measuredStore) IndexIncr(ctx context.Context, key string, deltas []state.Scored, ttl time.Duration) ([]float64, error) {
+	start := time.Now()
+	v, err := s.Store.IndexIncr(ctx, key, deltas, ttl)
+	s.ops[opIndexIncr].Done(start, err)
+	s.indexed()
+	return v, err
 }
 
 func (s *measuredStore) IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]state.Scored, error) {

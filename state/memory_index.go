@@ -115,6 +115,59 @@ func (m *Memory) IndexAdd(_ context.Context, key, member string, score float64, 
 	return nil
 }
 
+// IndexIncr adds to members' scores in the index at key and sets the
+// index's TTL.
+func (m *Memory) IndexIncr(_ context.Context, key string, deltas []Scored, ttl time.Duration) ([]float64, error) {
+	for _, d := range deltas {
+		if math.IsNaN(d.Score) {
+			return nil, errNaN
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	e := m.live(key, now)
+	var dWeight, dSize int64
+	switch {
+	case e == nil:
+		dSize = int64(len(key))
+	case e.kind != kindIndex:
+		return nil, ErrWrongKind
+	}
+	var seen []string
+	for _, d := range deltas {
+		if e != nil {
+			if _, ok := e.idx.scores[d.Member]; ok {
+				continue
+			}
+		}
+		if !slices.Contains(seen, d.Member) {
+			seen = append(seen, d.Member)
+			dWeight, dSize = dWeight+1, dSize+int64(len(d.Member)+scoreBytes)
+		}
+	}
+	if err := m.makeRoom(now, e, dWeight, dSize); err != nil {
+		return nil, err
+	}
+	if e == nil {
+		e = m.insert(key, kindIndex)
+		e.idx = &sortedIndex{scores: make(map[string]float64)}
+	}
+	out := make([]float64, len(deltas))
+	for i, d := range deltas {
+		score := e.idx.scores[d.Member] + d.Score
+		if math.IsNaN(score) { // +Inf and -Inf added: Redis refuses it
+			score = e.idx.scores[d.Member]
+		}
+		e.idx.add(d.Member, score)
+		out[i] = score
+	}
+	m.resize(e, dWeight, dSize)
+	m.written(e)
+	m.expireAt(e, deadline(now, ttl))
+	return out, nil
+}
+
 // IndexRange returns the members of the index at key with min <= score <= max.
 func (m *Memory) IndexRange(_ context.Context, key string, min, max float64, offset, count int64) ([]Scored, error) {
 	if math.IsNaN(min) || math.IsNaN(max) {

@@ -51,6 +51,28 @@ func (r *Redis) IndexAdd(ctx context.Context, key, member string, score float64,
 	return nil
 }
 
+// IndexIncr sends a ZINCRBY per delta and PEXPIRE (PERSIST for no ttl)
+// in one MULTI.
+func (r *Redis) IndexIncr(ctx context.Context, key string, deltas []Scored, ttl time.Duration) ([]float64, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	k := r.Key(key)
+	pipe := r.client.TxPipeline()
+	cmds := make([]*redis.FloatCmd, len(deltas))
+	for i, d := range deltas {
+		cmds[i] = pipe.ZIncrBy(ctx, k, d.Score, d.Member)
+	}
+	expireCmd(ctx, pipe, k, ttl)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrapRedis("index incr", err)
+	}
+	out := make([]float64, len(deltas))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
 // IndexRange reads the index with ZRANGE key min max BYSCORE LIMIT offset
 // count WITHSCORES; Redis orders equal scores by member.
 func (r *Redis) IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]Scored, error) {

@@ -113,6 +113,9 @@ func (r *Record) entrySize() int {
 			n += len(p) + 3
 		}
 	}
+	if m := r.Models; m != nil {
+		n += len(`,"models":`) + m.encodedSize()
+	}
 	if j := r.Journal; j != nil {
 		n += len(`,"journal":{"hits":,"misses":,"journaled":,"saved_bytes":,"saved_tokens":,"skipped":[]}`) + 40
 		for _, s := range j.Skipped {

@@ -107,6 +107,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"journal":`...)
 		b = r.Journal.appendJSON(b)
 	}
+	if r.Models != nil {
+		b = append(b, `,"models":`...)
+		b = r.Models.appendJSON(b)
+	}
 	if r.UncorrelatedCalls != 0 {
 		b = append(b, `,"uncorrelated_calls":`...)
 		b = strconv.AppendInt(b, int64(r.UncorrelatedCalls), 10)

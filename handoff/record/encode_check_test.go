@@ -51,6 +51,18 @@ func substituted(r Record) Record {
 		e.Completeness = finite(e.Completeness)
 		r.Envelope = &e
 	}
+	if r.Models != nil {
+		m := r.Models.Clone()
+		m.CostUSD = finite(m.CostUSD)
+		if m.Budget != nil {
+			m.Budget.CostUSD = finite(m.Budget.CostUSD)
+		}
+		for i := range m.List {
+			c := &m.List[i]
+			c.At, c.Ms, c.TTFTMs, c.CostUSD = valid(c.At), finite(c.Ms), finite(c.TTFTMs), finite(c.CostUSD)
+		}
+		r.Models = m
+	}
 	return r
 }
 
@@ -167,6 +179,25 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 		}
 		r.Journal = &j
 	}
+	if r.Models != nil {
+		m := r.Models.Clone()
+		m.BudgetNote = toValidUTF8(m.BudgetNote)
+		if len(m.List) == 0 {
+			m.List = nil
+		}
+		for i := range m.List {
+			c := &m.List[i]
+			if i < len(decoded.Models.List) {
+				ok = ok && sameTime(decoded.Models.List[i].At, c.At)
+				decoded.Models.List[i].At = time.Time{}
+			}
+			c.At = time.Time{}
+			for _, s := range []*string{&c.API, &c.Provider, &c.Operation, &c.Model, &c.Refused, &c.Finish, &c.Error} {
+				*s = toValidUTF8(*s)
+			}
+		}
+		r.Models = m
+	}
 	if r.Approval != nil {
 		a := *r.Approval
 		ok = ok && sameTime(decoded.Approval.Expires, a.Expires) && (a.At == nil) == (decoded.Approval.At == nil)
@@ -222,7 +253,13 @@ func dump(r Record) string {
 	if r.Approval != nil {
 		req += fmt.Sprintf("\napproval %#v", *r.Approval)
 	}
-	r.Envelope, r.Request, r.Journal, r.Approval, r.Shaping = nil, nil, nil, nil, nil
+	if r.Models != nil {
+		req += fmt.Sprintf("\nmodels %#v", *r.Models)
+		if r.Models.Budget != nil {
+			req += fmt.Sprintf(" budget %#v", *r.Models.Budget)
+		}
+	}
+	r.Envelope, r.Request, r.Journal, r.Approval, r.Shaping, r.Models = nil, nil, nil, nil, nil, nil
 	return fmt.Sprintf("%#v\nenvelope %s\nrequest %s", r, env, req)
 }
 

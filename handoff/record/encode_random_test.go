@@ -152,6 +152,9 @@ func randRecord(rng *rand.Rand) *Record {
 			SavedBytes: int64(randInt(rng)), SavedTokens: int64(randInt(rng)), Skipped: randStrings(rng)}
 	}
 	if rng.IntN(2) == 0 {
+		r.Models = randModels(rng)
+	}
+	if rng.IntN(2) == 0 {
 		r.Approval = &Approval{Gate: randString(rng), Expires: randTime(rng), Decision: randString(rng),
 			By: randString(rng), Reason: randString(rng)}
 		if rng.IntN(2) == 0 {
@@ -164,6 +167,31 @@ func randRecord(rng *rand.Rand) *Record {
 			Body: randBytes(rng), BodyBytes: int64(randInt(rng)), Truncated: rng.IntN(2) == 0}
 	}
 	return r
+}
+
+func randModels(rng *rand.Rand) *ModelSummary {
+	m := &ModelSummary{Calls: randInt(rng), JournalHits: randInt(rng), Refused: randInt(rng), UnknownUsage: randInt(rng),
+		Unpriced: randInt(rng), InputTokens: int64(randInt(rng)), OutputTokens: int64(randInt(rng)),
+		CachedTokens: int64(randInt(rng)), ReasoningTokens: int64(randInt(rng)), CostUSD: randFloat(rng),
+		BudgetNote: randString(rng), More: randInt(rng)}
+	if rng.IntN(2) == 0 {
+		m.Budget = &BudgetView{Tokens: int64(randInt(rng)), CostUSD: randFloat(rng)}
+	}
+	switch rng.IntN(3) {
+	case 0:
+	case 1:
+		m.List = []ModelCall{}
+	default:
+		for range 1 + rng.IntN(4) {
+			m.List = append(m.List, ModelCall{At: randTime(rng), Ms: randFloat(rng), TTFTMs: randFloat(rng),
+				API: randString(rng), Provider: randString(rng), Operation: randString(rng), Model: randString(rng),
+				Status: randInt(rng), InputTokens: int64(randInt(rng)), OutputTokens: int64(randInt(rng)),
+				CachedTokens: int64(randInt(rng)), ReasoningTokens: int64(randInt(rng)), UsageKnown: rng.IntN(2) == 0,
+				CostUSD: randFloat(rng), Priced: rng.IntN(2) == 0, Journal: rng.IntN(2) == 0, Refused: randString(rng),
+				Finish: randString(rng), Error: randString(rng)})
+		}
+	}
+	return m
 }
 
 func TestRecordAppendJSONRandom(t *testing.T) {

@@ -139,6 +139,9 @@ type Record struct {
 	// Journal is what the call journal did with the agent's calls while it
 	// handled this handoff (receipts only; docs/journal.md).
 	Journal *JournalSummary `json:"journal,omitempty"`
+	// Models is what the agent's model calls did and cost while it handled
+	// this handoff (receipts only; docs/model-calls.md).
+	Models *ModelSummary `json:"models,omitempty"`
 	// UncorrelatedCalls counts the handoffs the agent made, while it handled
 	// this one, that Baton could tie to no handling (receipts only): their
 	// keys came from their content (docs/resume.md).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/batonproxy/baton/state"
@@ -32,6 +33,7 @@ func collectionCases() []testCase {
 			wantLog(t, s, k, 0, -1, []string{"aa", "bb"})
 		}},
 		{"index add update range count remove", testIndex},
+		{"index incr: counters several Batons add to", testIndexIncr},
 		{"index ties order by member", func(t *testing.T, s state.Store) {
 			k := key(t, "idx")
 			for _, m := range []string{"d", "b", "c", "a"} {
@@ -133,6 +135,51 @@ func testIndex(t *testing.T, s state.Store) {
 		must(t, "IndexRemove on absent index", s.IndexRemove(ctx, key(t, "none"), "x"))
 		wantCount(t, s, key(t, "none"), 0)
 	})
+}
+
+// testIndexIncr: counters in an index add up, from nothing, several at
+// once, and a concurrent adder loses nothing.
+func testIndexIncr(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	k := key(t, "incr")
+	got, err := s.IndexIncr(ctx, k, []state.Scored{{Member: "tokens", Score: 150}, {Member: "cost", Score: 2500}}, long)
+	must(t, "IndexIncr", err)
+	if !slices.Equal(got, []float64{150, 2500}) {
+		t.Fatalf("IndexIncr from nothing = %v, want [150 2500]", got)
+	}
+	got, err = s.IndexIncr(ctx, k, []state.Scored{{Member: "tokens", Score: 50}, {Member: "calls", Score: 1}, {Member: "tokens", Score: 1}}, long)
+	must(t, "IndexIncr", err)
+	if !slices.Equal(got, []float64{200, 1, 201}) {
+		t.Fatalf("IndexIncr again = %v, want [200 1 201]", got)
+	}
+	got, err = s.IndexIncr(ctx, k, nil, long)
+	must(t, "IndexIncr of nothing", err)
+	if len(got) != 0 {
+		t.Fatalf("IndexIncr of nothing = %v", got)
+	}
+	wantIndex(t, s, k, math.Inf(-1), math.Inf(1), 0, 0, "calls=1 tokens=201 cost=2500")
+	if _, err := s.IndexIncr(ctx, k, []state.Scored{{Member: "x", Score: math.NaN()}}, long); err == nil {
+		t.Fatal("IndexIncr of NaN succeeded")
+	}
+	must(t, "Set", s.Set(ctx, key(t, "plain"), []byte("v"), long))
+	if _, err := s.IndexIncr(ctx, key(t, "plain"), []state.Scored{{Member: "x", Score: 1}}, long); err == nil {
+		t.Fatal("IndexIncr on a plain value succeeded")
+	}
+
+	c := key(t, "incr-concurrent")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				if _, err := s.IndexIncr(ctx, c, []state.Scored{{Member: "n", Score: 1}, {Member: "m", Score: 2}}, long); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wantIndex(t, s, c, math.Inf(-1), math.Inf(1), 0, 0, "n=200 m=400")
 }
 
 func wantLog(t *testing.T, s state.Store, k string, start, stop int64, want []string) {
