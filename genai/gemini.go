@@ -22,6 +22,12 @@ func (a *acc) geminiObject(v []byte) {
 		}
 		switch string(k) {
 		case "candidates":
+			// Once a stream is under way, a chunk's candidates matter only
+			// when one finishes.
+			if a.call.Stream && !a.firstToken.IsZero() && !anyMember(v, "finishReason", "finish_reason") {
+				candidates = true
+				continue
+			}
 			candidates = a.geminiCandidates(v) || candidates
 		case "usageMetadata", "usage_metadata":
 			a.r.Usage = geminiUsage(v)

@@ -1,6 +1,7 @@
 package genai
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -56,15 +57,22 @@ func valueEnd(b []byte, i int) int {
 // stringEnd returns the index just past the string whose opening quote is
 // b[i], or -1 when it is not closed.
 func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '"':
-			return j + 1
-		case '\\':
-			j++
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
 		}
+		q := j + k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
 	}
-	return -1
 }
 
 // compositeEnd returns the index just past the object or array that opens

@@ -114,42 +114,48 @@ func deltaHasToken(v []byte) bool {
 
 // openAIChunk reads one Chat Completions or Completions stream event.
 // Most events are content deltas of a stream already under way, which can
-// carry nothing Baton still needs: those are recognised by byte search and
+// carry nothing Baton still needs: those are recognised by a byte scan and
 // not decoded.
 func (a *acc) openAIChunk(data []byte) {
 	if string(bytes.TrimSpace(data)) == "[DONE]" {
 		a.ended = true
 		return
 	}
-	if !a.firstToken.IsZero() && a.r.ResponseModel != "" &&
-		!hasMember(data, "finish_reason") && !hasMember(data, "usage") && !hasMember(data, "error") {
+	if !a.firstToken.IsZero() && a.r.ResponseModel != "" && !anyMember(data, "finish_reason", "usage", "error") {
 		return
 	}
 	a.openAIObject(data)
 }
 
-// hasMember reports whether JSON text has a member named key whose value is
-// not null. In valid JSON, a quote inside a string is escaped, so `"key"`
-// followed by a colon is a member name wherever it appears.
-func hasMember(data []byte, key string) bool {
-	for len(data) > 0 {
-		i := bytes.Index(data, []byte(key))
-		if i < 0 {
+// anyMember reports whether JSON text has a member, at any depth, named one
+// of keys and whose value is not null. It looks only at the colons: in
+// valid JSON, a quote inside a string is escaped, so a quoted key followed
+// by a colon is a member name wherever it appears. A false positive only
+// costs a full decoding.
+func anyMember(data []byte, keys ...string) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(data[i:], ':')
+		if j < 0 {
 			return false
 		}
-		j := i + len(key)
-		if i > 0 && data[i-1] == '"' && j < len(data) && data[j] == '"' {
-			j = skipSpace(data, j+1)
-			if j < len(data) && data[j] == ':' {
-				j = skipSpace(data, j+1)
-				if j < len(data) && data[j] != 'n' {
+		c := i + j
+		i = c + 1
+		k := c
+		for k > 0 && isSpace(data[k-1]) {
+			k--
+		}
+		if k < 2 || data[k-1] != '"' {
+			continue
+		}
+		for _, key := range keys {
+			s := k - 1 - len(key)
+			if s >= 1 && data[s-1] == '"' && string(data[s:k-1]) == key {
+				if v := skipSpace(data, c+1); v < len(data) && data[v] != 'n' {
 					return true
 				}
 			}
 		}
-		data = data[i+len(key):]
 	}
-	return false
 }
 
 // responseObject reads a Responses API response object: the whole answer,
