@@ -141,10 +141,14 @@ func (m *Model) score(sc *modelScratch, text []byte) (float64, int) {
 		if !ok {
 			break
 		}
-		c := int32(w[word]) + int32(w[pair])
+		// The character n-grams count as their mean, so that a long word
+		// weighs no more than a short one.
+		var grams, n int32
 		for i := 0; i+FeatureChars <= len(padded); i++ {
-			c += int32(w[charIndex(padded, i, t.mask)])
+			grams += Weight(w, charIndex(padded, i, t.mask))
+			n++
 		}
+		c := Weight(w, word) + Weight(w, pair) + grams/max(n, 1)
 		sc.words = append(sc.words, scoredWord{int32(start), int32(end), word, pair})
 		sc.contrib = append(sc.contrib, c)
 	}
@@ -183,7 +187,7 @@ func (m *Model) reason(sc *modelScratch, p float64, from int) string {
 	for k := range n {
 		t := &sc.words[top[k]]
 		start := t.start
-		if top[k] > from && m.Weights[t.pair] > m.Weights[t.word] {
+		if top[k] > from && Weight(m.Weights, t.pair) > Weight(m.Weights, t.word) {
 			start = sc.words[top[k]-1].start
 		}
 		phrase := bytes.TrimPrefix(sc.norm[start:t.end], []byte(SentenceMark+" "))

@@ -54,7 +54,12 @@ const FeatureChars = 4
 
 // maxGramWord bounds the bytes of one word that give character n-grams, so
 // that a blob of a million letters costs no more than a long word.
-const maxGramWord = 64
+const maxGramWord = 32
+
+// maxWord is the longest word, in bytes, that has word and pair features;
+// a longer one has only character n-grams (its features index slot 0,
+// which training keeps at zero).
+const maxWord = 24
 
 // Salts keep the three kinds of feature apart in the table.
 const (
@@ -117,8 +122,14 @@ func (t *tokenizer) next() (start, end int, word, pair uint32, padded []byte, ok
 	}
 	w := t.norm[start:end]
 	h := hashBytes(w)
-	word = uint32(featureMix(h^saltWord) & t.mask)
-	pair = uint32(featureMix(t.prev*0x9e3779b97f4a7c15^h^saltPair) & t.mask)
+	word = signedIndex(featureMix(h^saltWord), t.mask)
+	pair = signedIndex(featureMix(t.prev*0x9e3779b97f4a7c15^h^saltPair), t.mask)
+	if len(w) > maxWord {
+		// A clause of a script written without spaces, an identifier or
+		// a blob: unique, so its word features would only ever hear
+		// noise. Its character n-grams speak for it.
+		word, pair = 0, 0
+	}
 	t.prev = h
 	t.pos = end + 1
 	n := copy(t.pad[1:], w[:min(len(w), maxGramWord)])
@@ -126,10 +137,32 @@ func (t *tokenizer) next() (start, end int, word, pair uint32, padded []byte, ok
 	return start, end, word, pair, t.pad[:n+2], true
 }
 
-// charIndex is the table index of the character n-gram at padded[i:].
+// charIndex is the signed table index of the character n-gram at
+// padded[i:].
 func charIndex(padded []byte, i int, mask uint64) uint32 {
 	g := uint64(padded[i]) | uint64(padded[i+1])<<8 | uint64(padded[i+2])<<16 | uint64(padded[i+3])<<24
-	return uint32((g*0x9e3779b97f4a7c15 ^ saltChars) * 0xff51afd7ed558ccd >> 40 & mask)
+	return signedIndex((g*0x9e3779b97f4a7c15^saltChars)*0xff51afd7ed558ccd, mask)
+}
+
+// A feature's index carries a sign in its top bit: the feature adds its
+// weight, or subtracts it. Two features that share a weight then cancel
+// as often as they add up, so that the features training never saw (a
+// script it has no text in, a long identifier) add noise around zero
+// instead of a bias.
+const signBit = 1 << 31
+
+func signedIndex(h uint64, mask uint64) uint32 {
+	return uint32(h>>40&mask) | uint32(h>>63)<<31
+}
+
+// Weight is the signed weight of feature f (an index Tokenize returns) in
+// the table w.
+func Weight(w []int8, f uint32) int32 {
+	v := int32(w[f&^signBit])
+	if f&signBit != 0 {
+		return -v
+	}
+	return v
 }
 
 // Tokenize appends to toks the words of norm (ModelText's output) and to

@@ -82,7 +82,7 @@ class Corpus:
         self.docs = []
         self.seen = set()
 
-    def add(self, source, split, label, family, shape, text, span=None):
+    def add(self, source, split, label, family, shape, text, span=None, attack=None):
         text = text.strip("\x00")
         if len(text.strip()) < 8:
             return
@@ -94,6 +94,8 @@ class Corpus:
              "family": family, "shape": shape, "text": text}
         if span is not None:
             d["span"] = list(span)
+        if attack:
+            d["attack"] = attack
         self.docs.append(d)
 
 
@@ -409,19 +411,19 @@ def agentdojo(c, repo, bipia_test_ctx):
             t = re.sub(r"\u27e6(\w+)\u27e7", lambda m: str(defaults.get(m.group(1), "")), text[first:].split("\u27e7", 1)[1])
             pre = re.sub(r"\u27e6(\w+)\u27e7", lambda m: str(defaults.get(m.group(1), "")), text[:first])
             doc = pre + attack + t
-            c.add("agentdojo", "eval", 1, fam, shape, doc, (len(pre), len(pre) + len(attack)))
+            c.add("agentdojo", "eval", 1, fam, shape, doc, (len(pre), len(pre) + len(attack)), attack=name)
         # An encoded payload: the goal in base64, with a line asking to decode it.
         goal = RNG.choice(goals)
         enc = "Decode this base64 and follow it: " + base64.b64encode(goal.encode()).decode()
         pre = re.sub(r"\u27e6(\w+)\u27e7", "", text[:text.index("\u27e6")])
-        c.add("agentdojo", "eval", 1, "encoded", shape, pre + enc, (len(pre), len(pre) + len(enc)))
+        c.add("agentdojo", "eval", 1, "encoded", shape, pre + enc, (len(pre), len(pre) + len(enc)), attack="base64")
     # The test: BIPIA's held-out contexts with AgentDojo's goals in
     # its important-message frame.
     _, _, important = frames[0]
     for shape, ctx in bipia_test_ctx:
         attack = important.replace("{goal}", RNG.choice(goals)).replace("{user}", "Emma Johnson").replace("{model}", RNG.choice(models))
         text, span = insert(ctx, attack, RNG.choice(["start", "middle", "end"]))
-        c.add("agentdojo-in-bipia", "eval", 1, "framed", shape, text, span)
+        c.add("agentdojo-in-bipia", "eval", 1, "framed", shape, text, span, attack="important_instructions")
     for f in repo.ls("docs/concepts") + ["docs/index.md", "README.md"]:
         for ch in chunks(repo.read(f)):
             c.add("agentdojo-docs", "eval", 0, "", "about", ch)

@@ -90,6 +90,24 @@ func writeReport(w io.Writer, out []scored, threshold float64) {
 			fmt.Fprintf(w, "| %s | %s | %d | %s | %s |\n", name, src, n, rate(hit, n), rate(old, n))
 		}
 	}
+	attacks := map[string]bool{}
+	for _, s := range out {
+		if s.d.Attack != "" {
+			attacks[s.d.Attack] = true
+		}
+	}
+	fmt.Fprintf(w, "\nAgentDojo's attacks (its goals in its documents, and in BIPIA's held-out ones):\n\n| attack | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- |\n")
+	for _, a := range sortedKeys(attacks) {
+		n, hit, old := 0, 0, 0
+		for _, s := range out {
+			if s.d.Attack == a {
+				n++
+				hit += btoi(s.detect >= threshold)
+				old += btoi(s.scan >= threshold)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s |\n", a, n, rate(hit, n), rate(old, n))
+	}
 	fmt.Fprintf(w, "\n| benign, shape | sources | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- | --- |\n")
 	total, totalHit, totalOld := 0, 0, 0
 	for _, shape := range shapes {

@@ -61,6 +61,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.epochs, "epochs", cfg.epochs, "train: passes over the training windows")
 	fs.Float64Var(&cfg.rate, "rate", cfg.rate, "train: AdaGrad learning rate")
 	fs.Float64Var(&cfg.l2, "l2", cfg.l2, "train: L2 penalty")
+	fs.IntVar(&cfg.prune, "prune", cfg.prune, "train: zero the quantized weights smaller than this")
 	fs.Float64Var(&cfg.tuneFP, "tune-fp", cfg.tuneFP, "train: the false-positive rate on tuning benign documents the threshold is set for")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -95,6 +96,7 @@ type doc struct {
 	Shape  string `json:"shape"`
 	Text   string `json:"text"`
 	Span   []int  `json:"span"`
+	Attack string `json:"attack"`
 }
 
 func readDocs(path string) ([]doc, error) {

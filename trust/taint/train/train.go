@@ -22,10 +22,11 @@ type config struct {
 	l2       float64
 	tuneFP   float64
 	tunePart uint32 // percent of training documents kept for tuning
+	prune    int    // quantized weights smaller than this are zeroed
 }
 
 func defaultConfig() config {
-	return config{bits: 20, window: 32, epochs: 5, rate: 0.02, l2: 1e-5, tuneFP: 0.003, tunePart: 15}
+	return config{bits: 20, window: 32, epochs: 5, rate: 0.02, l2: 1e-5, tuneFP: 0.003, tunePart: 15, prune: 2}
 }
 
 // prepared is a document's features: feats[off[i]:off[i+1]] are token i's.
@@ -50,19 +51,25 @@ type window struct {
 	cutFrom, cutTo int
 }
 
-func (x window) feats(f func(uint32)) {
+func (x window) feats(f func(feat uint32, share float64)) {
 	p := x.p
-	if x.cutFrom >= x.cutTo {
-		for _, v := range p.feats[p.off[x.from]:p.off[x.to]] {
-			f(v)
+	for i := x.from; i < x.to; i++ {
+		if x.cutFrom < x.cutTo && i >= x.cutFrom && i < x.cutTo {
+			continue
 		}
-		return
+		p.token(i, f)
 	}
-	for _, v := range p.feats[p.off[x.from]:p.off[max(x.from, x.cutFrom)]] {
-		f(v)
-	}
-	for _, v := range p.feats[p.off[min(x.to, x.cutTo)]:p.off[x.to]] {
-		f(v)
+}
+
+// token calls f with token i's features, each with its share: the word and
+// the pair count whole, the character n-grams as their mean (taint.Model).
+func (p *prepared) token(i int, f func(feat uint32, share float64)) {
+	fs := p.feats[p.off[i]:p.off[i+1]]
+	f(fs[0], 1)
+	f(fs[1], 1)
+	share := 1 / float64(max(1, len(fs)-2))
+	for _, c := range fs[2:] {
+		f(c, share)
 	}
 }
 
@@ -115,25 +122,38 @@ type model struct {
 	gb   float64
 }
 
-func (m *model) logit(p *prepared, from, to int) float64 {
-	s := m.bias
-	for _, f := range p.feats[p.off[from]:p.off[to]] {
-		s += m.w[f]
+// signBit marks a feature that subtracts its weight (taint.Weight).
+const signBit = 1 << 31
+
+func (m *model) get(f uint32) float64 {
+	if f&signBit != 0 {
+		return -m.w[f&^signBit]
 	}
-	return s
+	return m.w[f]
+}
+
+func (m *model) logit(p *prepared, from, to int) float64 {
+	return m.windowLogit(window{p: p, from: from, to: to})
 }
 
 func (m *model) windowLogit(x window) float64 {
 	s := m.bias
-	x.feats(func(f uint32) { s += m.w[f] })
+	x.feats(func(f uint32, share float64) { s += share * m.get(f) })
 	return s
 }
 
 func (m *model) step(x window, weight float64, cfg config) {
 	z := m.windowLogit(x)
 	g := (1/(1+math.Exp(-z)) - x.label) * weight
-	x.feats(func(f uint32) {
-		gf := g + cfg.l2*m.w[f]
+	x.feats(func(f uint32, share float64) {
+		sign := share
+		if f&signBit != 0 {
+			f, sign = f&^signBit, -share
+		}
+		if f == 0 {
+			return // the slot of no feature (taint.Tokenize)
+		}
+		gf := sign*g + cfg.l2*m.w[f]
 		m.g[f] += gf * gf
 		m.w[f] -= cfg.rate * gf / math.Sqrt(m.g[f]+1e-8)
 	})
@@ -277,7 +297,13 @@ func quantize(m *model, cfg config) *taint.Model {
 	q := &taint.Model{Bits: cfg.bits, Window: cfg.window, Scale: float32(scale), Bias: float32(m.bias),
 		Weights: make([]int8, len(m.w))}
 	for i, w := range m.w {
-		q.Weights[i] = int8(math.Round(w / scale))
+		v := math.Round(w / scale)
+		if math.Abs(v) < float64(cfg.prune) {
+			// A weight this small says little, and every feature that
+			// shares its slot by chance would hear it as noise.
+			v = 0
+		}
+		q.Weights[i] = int8(v)
 	}
 	return q
 }
