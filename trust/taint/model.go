@@ -56,7 +56,8 @@ func ParseModel(b []byte) (*Model, error) {
 		Scale:  math.Float32frombits(le.Uint32(b[16:])),
 		Bias:   math.Float32frombits(le.Uint32(b[20:])),
 	}
-	if m.Bits < 8 || m.Bits > 24 || m.Window < 1 || len(b)-weightsHeader != 1<<m.Bits {
+	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+	if m.Bits < 8 || m.Bits > 24 || m.Window < 1 || len(b)-weightsHeader != 1<<m.Bits || !finite(m.Bias) || !finite(m.Scale) || m.Scale <= 0 {
 		return nil, fmt.Errorf("%w: %d bits, window %d, %d bytes", ErrWeights, m.Bits, m.Window, len(b))
 	}
 	w := b[weightsHeader:]
