@@ -277,7 +277,10 @@ func train(docs []doc, cfg config, out string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "epoch %d: %d windows, loss %.4f\n", epoch+1, len(xs), loss/float64(len(xs)))
 	}
 	q := quantize(m, cfg)
-	threshold := operatingPoint(q, tuneSet, cfg, stdout)
+	threshold, err := operatingPoint(q, tuneSet, cfg, stdout)
+	if err != nil {
+		return err
+	}
 	q.Bias -= threshold
 	b, err := q.MarshalBinary()
 	if err != nil {
@@ -321,7 +324,7 @@ func nonZero(w []int8) int {
 // operatingPoint returns the logit at which the quantized model flags no
 // more than cfg.tuneFP of the tuning benign documents, scored as Detect
 // scores them (the best window), and prints the tuning recall there.
-func operatingPoint(q *taint.Model, tune []*prepared, cfg config, stdout io.Writer) float32 {
+func operatingPoint(q *taint.Model, tune []*prepared, cfg config, stdout io.Writer) (float32, error) {
 	var benign, injected []float64
 	type top struct {
 		z  float64
@@ -344,6 +347,9 @@ func operatingPoint(q *taint.Model, tune []*prepared, cfg config, stdout io.Writ
 			tops = append(tops, top{z, p.d.ID})
 		}
 	}
+	if len(benign) == 0 || len(injected) == 0 {
+		return 0, fmt.Errorf("the tuning part has %d benign and %d injected documents: the corpus is too small", len(benign), len(injected))
+	}
 	sort.Float64s(benign)
 	k := int(math.Floor(cfg.tuneFP * float64(len(benign))))
 	threshold := benign[len(benign)-1-k] + 1e-3
@@ -363,5 +369,5 @@ func operatingPoint(q *taint.Model, tune []*prepared, cfg config, stdout io.Writ
 	}
 	fmt.Fprintf(stdout, "operating point: logit %.3f; tuning: %d benign, %d flagged; %d injected, recall %.3f\n",
 		threshold, len(benign), k, len(injected), float64(caught)/float64(len(injected)))
-	return float32(threshold)
+	return float32(threshold), nil
 }
