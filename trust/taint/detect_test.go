@@ -136,6 +136,17 @@ func TestDetectBounded(t *testing.T) {
 	if sig := Detect(blob); sig.Unscored == 0 {
 		t.Error("a 11 MB blob was scored whole")
 	}
+	bin := make([]byte, 10<<20) // binary: a xorshift stream
+	x := uint64(88172645463325252)
+	for i := range bin {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		bin[i] = byte(x)
+	}
+	if sig := Detect(bin); sig.Unscored != len(bin)-DetectHead-DetectTail || sig.Flagged() {
+		t.Errorf("binary: unscored %d, score %.2f %q", sig.Unscored, sig.Score, sig.Reasons)
+	}
 	if sig := Detect([]byte("short")); sig.Unscored != 0 {
 		t.Errorf("a short text left %d bytes unscored", sig.Unscored)
 	}
