@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/trust/taint"
 )
 
 // gate is an outbound edge's confirmation gate (docs/gates.md): which
@@ -20,6 +21,7 @@ type gate struct {
 	names   []string             // each rule's name
 	wait    time.Duration        // how long the agent's call waits for a decision
 	expires time.Duration        // how long a held handoff waits
+	score   float64              // the injection score an injection rule holds at
 }
 
 // newGate returns the gate of the edge to peer, or nil when it has none.
@@ -28,7 +30,10 @@ func newGate(c *config.Config, peer string) *gate {
 	if cf == nil {
 		return nil
 	}
-	g := &gate{rules: cf.When, wait: cf.Wait.D(), expires: c.ApprovalExpiry(peer)}
+	g := &gate{rules: cf.When, wait: cf.Wait.D(), expires: c.ApprovalExpiry(peer), score: taint.DefaultInjectionScore}
+	if c.Taint.InjectionScore > 0 {
+		g.score = c.Taint.InjectionScore
+	}
 	for i, r := range cf.When {
 		name := r.Name
 		if name == "" {
@@ -47,7 +52,7 @@ func (g *gate) match(req *http.Request, in *middleware.Info) (string, bool) {
 	if len(g.rules) == 0 {
 		return "always", true
 	}
-	doc := &gateDoc{in: in}
+	doc := &gateDoc{in: in, score: g.score}
 	for i := range g.rules {
 		if ruleHolds(&g.rules[i], req, in, doc) {
 			return g.names[i], true
@@ -68,6 +73,9 @@ func ruleHolds(r *config.ConfirmRule, req *http.Request, in *middleware.Info, do
 		return false
 	}
 	if r.Untrusted && (in.Labels == nil || in.Labels.Empty()) {
+		return false
+	}
+	if r.Injection && !doc.injected() {
 		return false
 	}
 	if r.Call != "" && !slices.ContainsFunc(rpcMethods(in), func(m string) bool { return globMatch(r.Call, m) }) {
@@ -160,6 +168,8 @@ type gateDoc struct {
 	in                *middleware.Info
 	bodyRead, envRead bool
 	body, env         any
+	score             float64 // the injection threshold
+	injRead, inj      bool
 }
 
 // jsonBody is the request body decoded, nil when it is not JSON.

@@ -46,6 +46,9 @@ type ConfirmRule struct {
 	SideEffect string `yaml:"side_effect"`
 	// Untrusted holds when the handoff carries untrusted content.
 	Untrusted bool `yaml:"untrusted"`
+	// Injection holds when an untrusted span of the handoff scores at or
+	// above taint.injection_score on the injection scan.
+	Injection bool `yaml:"injection"`
 	// MinHop holds when the handoff's hop is at least MinHop.
 	MinHop int `yaml:"min_hop"`
 	// Field is a JSON pointer (RFC 6901) into the handoff envelope, or
@@ -212,7 +215,7 @@ func validateRule(bad badFunc, p string, r ConfirmRule) {
 		bad(p+".min_hop", r.MinHop, "must be >= 0")
 	}
 	if len(r.Methods) == 0 && r.Target == "" && r.Call == "" && r.Tool == "" && r.Skill == "" && r.SideEffect == "" &&
-		!r.Untrusted && r.MinHop == 0 && r.Field == "" {
+		!r.Untrusted && !r.Injection && r.MinHop == 0 && r.Field == "" {
 		bad(p, nil, "sets no condition: leave when empty to hold every handoff")
 	}
 }

@@ -130,7 +130,8 @@ type Info struct {
 	// RPC is set when the request is JSON-RPC (A2A).
 	RPC *RPC
 	// Labels are the handoff's untrusted-content labels (nil: none);
-	// Injection the injection signal on its untrusted spans (nil: none).
+	// Injection the injection signal on its untrusted spans (nil: none);
+	// InjectionUnscored how many bytes of them the scan left out.
 	// TLSIdentity is the SPIFFE ID of the connection's client certificate
 	// at ingress (docs/tls.md).
 	TLSIdentity string
@@ -138,9 +139,10 @@ type Info struct {
 	Compensation *Compensation
 	// Shaping is what the edge's token budget and field policy did to the
 	// handoff (docs/context.md).
-	Shaping   *record.Shaping
-	Labels    *trust.Labels
-	Injection *InjectionSignal
+	Shaping           *record.Shaping
+	Labels            *trust.Labels
+	Injection         *InjectionSignal
+	InjectionUnscored int
 	// ChainBudget is, at ingress, the budget of the chain the request
 	// belongs to (chain_budget.go); BudgetNote says why a budget header
 	// was not taken; budgetHeader is a caller's header, kept by Callers
@@ -238,9 +240,12 @@ func info(r *http.Request) *Info {
 	return &Info{}
 }
 
-// InjectionSignal is what the scan found on a handoff's untrusted spans.
+// InjectionSignal is what the scan found on a handoff's untrusted spans:
+// the highest score, the reasons and the pointers of the flagged spans, and
+// how many bytes of them were left unscored.
 type InjectionSignal struct {
 	Score    float64
 	Reasons  []string
 	Pointers []string
+	Unscored int
 }

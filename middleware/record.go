@@ -143,7 +143,7 @@ func ContentDigest(body []byte) string {
 
 // TrustLabels renders a handoff's untrusted-content labels and injection
 // signal for its record's trust list: "untrusted=POINTER<-SOURCE SOURCE",
-// "unscanned", "injection=SCORE: REASON; REASON".
+// "unscanned", "injection=SCORE: REASON; REASON", "injection-unscored=BYTES".
 func TrustLabels(in *Info) []string {
 	var out []string
 	if in.Labels != nil {
@@ -156,6 +156,9 @@ func TrustLabels(in *Info) []string {
 	}
 	if in.Injection != nil {
 		out = append(out, "injection="+strconv.FormatFloat(in.Injection.Score, 'f', 2, 64)+": "+strings.Join(in.Injection.Reasons, "; "))
+	}
+	if in.InjectionUnscored > 0 {
+		out = append(out, "injection-unscored="+strconv.Itoa(in.InjectionUnscored))
 	}
 	return out
 }

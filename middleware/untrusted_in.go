@@ -52,7 +52,8 @@ func (t *Taint) Ingress(next http.Handler) http.Handler {
 
 		texts := spanTexts(doc, in, labels)
 		t.rememberInbound(r.Context(), in, labels, texts)
-		sig := t.scan(texts)
+		sig, unscored := t.scan(texts)
+		in.InjectionUnscored = unscored
 		if sig != nil {
 			in.Injection = sig
 			r.Header.Set(HeaderInjection, sig.header())
@@ -62,7 +63,8 @@ func (t *Taint) Ingress(next http.Handler) http.Handler {
 		if sig != nil && onInjection == config.UntrustedReject {
 			refuse(w, r, problem.New(r, problem.InjectionSuspected,
 				"an untrusted span of this handoff looks like a prompt injection ("+strings.Join(sig.Reasons, "; ")+")").
-				With("score", sig.Score).With("reasons", sig.Reasons).With("pointers", sig.Pointers).With("sources", sources))
+				With("score", sig.Score).With("reasons", sig.Reasons).With("pointers", sig.Pointers).With("sources", sources).
+				With("unscored", sig.Unscored))
 			return
 		}
 		if mode == config.UntrustedReject {
@@ -160,12 +162,14 @@ func joinSources(ss []string) string {
 	return strings.Join(out, " ")
 }
 
-// scan runs the injection heuristic over the untrusted spans; nil when none
-// reaches the threshold.
-func (t *Taint) scan(texts []spanText) *InjectionSignal {
-	var sig *InjectionSignal
+// scan scores the untrusted spans for prompt injection (taint.Detect: the
+// trained model and the structural signs); the signal is nil when none
+// reaches the threshold. unscored counts the bytes of every span that the
+// scan left out (a span beyond taint.DetectHead+taint.DetectTail).
+func (t *Taint) scan(texts []spanText) (sig *InjectionSignal, unscored int) {
 	for _, s := range texts {
-		got := taint.Scan([]byte(s.text))
+		got := taint.Detect([]byte(s.text))
+		unscored += got.Unscored
 		if got.Score < t.score {
 			continue
 		}
@@ -174,13 +178,14 @@ func (t *Taint) scan(texts []spanText) *InjectionSignal {
 		}
 		sig.Score = max(sig.Score, got.Score)
 		sig.Pointers = append(sig.Pointers, s.ptr)
+		sig.Unscored += got.Unscored
 		for _, r := range got.Reasons {
 			if !slices.Contains(sig.Reasons, r) {
 				sig.Reasons = append(sig.Reasons, r)
 			}
 		}
 	}
-	return sig
+	return sig, unscored
 }
 
 // header renders the signal for the Baton-Injection header.
@@ -194,7 +199,12 @@ func (s *InjectionSignal) header() string {
 		}
 		b = strconv.AppendQuoteToASCII(b, r)
 	}
-	return string(append(b, ')'))
+	b = append(b, ')')
+	if s.Unscored > 0 {
+		b = append(b, ", unscored="...)
+		b = strconv.AppendInt(b, int64(s.Unscored), 10)
+	}
+	return string(b)
 }
 
 func labelPointers(l trust.Labels) []string {

@@ -1,6 +1,7 @@
 package taint
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -112,5 +113,34 @@ func BenchmarkTaintField(b *testing.B) {
 	for b.Loop() {
 		fps = h.Sum(fps[:0], field)
 		DefaultThreshold.Tainted(untrusted.Matches(fps), len(fps))
+	}
+}
+
+// BenchmarkDetect reports the cost per KiB of untrusted text (µs/KiB) for
+// prose, JSON tool results, and a base64 blob Detect decodes.
+func BenchmarkDetect(b *testing.B) {
+	blob := base64.StdEncoding.EncodeToString([]byte(strings.Repeat(mixedText(1024), 64)))
+	var tool strings.Builder
+	for i := 0; tool.Len() < benchSize; i++ {
+		tool.WriteString(`{"id": "evt-` + strconv.Itoa(i) + `", "title": "Quarterly review", "location": "Room 4", "description": "` +
+			strings.ReplaceAll(newProseGen(uint64(i)).paragraph(), `"`, `'`) + `", "participants": ["a@example.com", "b@example.com"]}` + "\n")
+	}
+	for _, bc := range []struct {
+		name string
+		text []byte
+	}{
+		{"prose", []byte(mixedText(benchSize))},
+		{"tool-json", []byte(tool.String())},
+		{"base64", []byte(blob[:benchSize])},
+		{"10MiB", []byte(mixedText(10 << 20))},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				Detect(bc.text)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/(float64(len(bc.text))/1024), "µs/KiB")
+		})
 	}
 }

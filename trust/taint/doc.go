@@ -10,7 +10,7 @@
 // fingerprinted with Hasher.Sum into a Set; every string of an outbound
 // handoff body (Spans) is fingerprinted too, and a field whose fingerprints
 // match the Set beyond DefaultThreshold is labelled untrusted, whatever the
-// agent that wrote it claims. Scan flags untrusted spans that look like
+// agent that wrote it claims. Detect flags untrusted spans that look like
 // injections; Datamark wraps untrusted text before a model reads it.
 //
 // # Normalisation
@@ -89,6 +89,27 @@
 //
 // # Injection signals
 //
+// Detect scores an untrusted span with a trained model and the structural
+// signs of Scan, and keeps the higher score.
+//
+// The model (model.go, features.go, detect.go) is a logistic regression
+// over hashed features of ModelText's output (Normalize's, with
+// SentenceMark where each sentence and line starts): every word up to 24
+// bytes, every pair of consecutive words, and the mean of each word's
+// character 4-grams, in a table of 2^20 int8 weights; each feature's hash
+// also picks a sign, so that features sharing a slot cancel as often as they
+// add up. It scores every window of Window (32) words with a running sum and
+// keeps the best, so an injected paragraph in a long document is found;
+// runs of base64 or hex (decode.go) are decoded and scored the same way.
+// The operating point is folded into the bias: a window scores 0.5 at the
+// threshold chosen on tuning data, so DefaultInjectionScore 0.5 serves both
+// the model and Scan. Weights are trained by trust/taint/train from the
+// public datasets of trust/taint/train/DATASETS.md, and docs/injection-eval.md
+// reports what the model catches and misses on material held out from
+// training. A span beyond DetectHead+DetectTail bytes is scored on its head
+// and tail (Signal.Unscored says how much was left out), so the cost is
+// bounded; below that it is linear, and nothing is allocated per word.
+//
 // Scan is a heuristic: instruction phrases on the normalised text, role
 // markers and tool-call syntax on the raw text, invisible characters and
 // encoded blobs, each kind with a weight, combined as independent
@@ -117,8 +138,10 @@
 // caught; neither is text split into pieces shorter than K+W-1 bytes and
 // spread across fields, nor a copy that changes the letters themselves
 // (homoglyphs from other scripts, l33t spelling, text encoded in base64).
-// Scan is a signal, not a guarantee: an injection can be phrased in words no
-// list anticipates, can be split across spans, and a page about prompt
-// injection scores high. Datamarking lowers, and does not remove, the chance
+// Detect is a signal, not a guarantee: on held-out public attacks it flags
+// every injection in the published frames it was trained on, a quarter in
+// frames it never saw, four in ten tasks written plainly into the data, and
+// almost none in languages other than English; an injection can be split
+// across spans, and a page that quotes one scores high. Datamarking lowers, and does not remove, the chance
 // that a model follows instructions in the data it reads.
 package taint

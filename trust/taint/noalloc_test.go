@@ -6,7 +6,10 @@ package taint
 // counts of code that uses a pool mean nothing under -race: these tests are
 // built without it, and make test runs them in a pass of their own.
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 func TestScanNoAllocOnCleanText(t *testing.T) {
 	text := []byte(mixedText(8192))
@@ -31,5 +34,19 @@ func TestSpansNoAllocWithoutEscapes(t *testing.T) {
 	// Each reported span allocates its pointer, nothing else.
 	if n := testing.AllocsPerRun(50, func() { _ = Spans(body, 0, fn) }); n > 4 {
 		t.Errorf("Spans allocated %.1f times for 4 spans", n)
+	}
+}
+
+func TestDetectNoAllocOnCleanText(t *testing.T) {
+	text := []byte(mixedText(8192))
+	Detect(text)
+	if allocs := testing.AllocsPerRun(20, func() { Detect(text) }); allocs != 0 {
+		t.Errorf("Detect of clean text allocated %.1f times", allocs)
+	}
+	// A long span, scored on its head and tail, and a blob that decodes.
+	long := bytes.Repeat(text, (DetectHead+DetectTail)/len(text)+2)
+	Detect(long)
+	if allocs := testing.AllocsPerRun(5, func() { Detect(long) }); allocs != 0 {
+		t.Errorf("Detect of a long text allocated %.1f times", allocs)
 	}
 }

@@ -9,11 +9,17 @@ import (
 	"unicode/utf8"
 )
 
-// Signal is the result of Scan: a score in [0, 1] and one short reason per
-// kind of evidence found, in a fixed order.
+// Signal is the result of Scan or Detect: a score in [0, 1] and one short
+// reason per kind of evidence found, in a fixed order.
 type Signal struct {
 	Score   float64
 	Reasons []string
+	// Model is the injection model's score (Detect only; Score is the
+	// higher of it and the structural signs').
+	Model float64
+	// Unscored is how many bytes of the text Detect left out (beyond
+	// DetectHead+DetectTail).
+	Unscored int
 }
 
 // DefaultInjectionScore is the score at or above which a span is flagged. A

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/batonproxy/baton/trust/taint"
+)
+
+// scored is one held-out document with Detect's and Scan's scores.
+type scored struct {
+	d            *doc
+	detect, scan float64
+}
+
+// evaluate scores the held-out documents and prints (and writes to report,
+// when set) recall per family and false positives per shape at the default
+// threshold, with the heuristic alone for comparison, and the curve.
+func evaluate(docs []doc, report string, stdout io.Writer) error {
+	var out []scored
+	var bytesIn int
+	start := time.Now()
+	for i := range docs {
+		d := &docs[i]
+		out = append(out, scored{d: d, detect: taint.Detect([]byte(d.Text)).Score})
+		bytesIn += len(d.Text)
+	}
+	elapsed := time.Since(start)
+	for i := range out {
+		out[i].scan = taint.Scan([]byte(out[i].d.Text)).Score
+	}
+	var b bytes.Buffer
+	writeReport(&b, out, taint.DefaultInjectionScore)
+	writeLong(&b, docs, taint.DefaultInjectionScore)
+	fmt.Fprintf(&b, "\nScored %d documents (%.1f MB) in %v on %s/%s (%d CPUs): %.1f µs per KiB, one core, allocations included.\n",
+		len(out), float64(bytesIn)/1e6, elapsed.Round(time.Millisecond), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
+		float64(elapsed.Microseconds())/(float64(bytesIn)/1024))
+	if _, err := stdout.Write(b.Bytes()); err != nil {
+		return err
+	}
+	if report == "" {
+		return nil
+	}
+	return writeDoc(report, b.String())
+}
+
+func rate(n, of int) string {
+	if of == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%% (%d/%d)", 100*float64(n)/float64(of), n, of)
+}
+
+func writeReport(w io.Writer, out []scored, threshold float64) {
+	families := []string{"framed", "role", "plain", "encoded", "lang"}
+	shapes := []string{"email", "web", "table", "code", "tool", "about"}
+	fmt.Fprintf(w, "Threshold %.2f (`taint.injection_score`).\n\n", threshold)
+	fmt.Fprintf(w, "| injected, family | source | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- | --- |\n")
+	for _, fam := range families {
+		sources := map[string]bool{}
+		for _, s := range out {
+			if s.d.Label == 1 && s.d.Family == fam {
+				sources[s.d.Source] = true
+			}
+		}
+		for _, src := range append(sortedKeys(sources), "all") {
+			n, hit, old := 0, 0, 0
+			for _, s := range out {
+				if s.d.Label != 1 || s.d.Family != fam || (src != "all" && s.d.Source != src) {
+					continue
+				}
+				n++
+				hit += btoi(s.detect >= threshold)
+				old += btoi(s.scan >= threshold)
+			}
+			if src == "all" && len(sources) < 2 {
+				continue
+			}
+			name := fam
+			if src == "all" {
+				name, src = "**"+fam+"**", "all"
+			}
+			fmt.Fprintf(w, "| %s | %s | %d | %s | %s |\n", name, src, n, rate(hit, n), rate(old, n))
+		}
+	}
+	attacks := map[string]bool{}
+	for _, s := range out {
+		if s.d.Attack != "" {
+			attacks[s.d.Attack] = true
+		}
+	}
+	fmt.Fprintf(w, "\nAgentDojo's attacks (its goals in its documents, and in BIPIA's held-out ones):\n\n| attack | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- |\n")
+	for _, a := range sortedKeys(attacks) {
+		n, hit, old := 0, 0, 0
+		for _, s := range out {
+			if s.d.Attack == a {
+				n++
+				hit += btoi(s.detect >= threshold)
+				old += btoi(s.scan >= threshold)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s |\n", a, n, rate(hit, n), rate(old, n))
+	}
+	fmt.Fprintf(w, "\n| benign, shape | sources | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- | --- |\n")
+	total, totalHit, totalOld := 0, 0, 0
+	for _, shape := range shapes {
+		sources := map[string]bool{}
+		n, hit, old := 0, 0, 0
+		for _, s := range out {
+			if s.d.Label != 0 || s.d.Shape != shape {
+				continue
+			}
+			sources[s.d.Source] = true
+			n++
+			hit += btoi(s.detect >= threshold)
+			old += btoi(s.scan >= threshold)
+		}
+		total, totalHit, totalOld = total+n, totalHit+hit, totalOld+old
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s |\n", shape, strings.Join(sortedKeys(sources), ", "), n, rate(hit, n), rate(old, n))
+	}
+	fmt.Fprintf(w, "| **all benign** | | %d | %s | %s |\n", total, rate(totalHit, total), rate(totalOld, total))
+	fmt.Fprintf(w, "\nThe curve (model + structural): the share flagged at each threshold.\n\n")
+	fmt.Fprintf(w, "| threshold | framed | role | plain | encoded | lang | benign (all) | benign (about injection) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, t := range []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95} {
+		fmt.Fprintf(w, "| %.2f |", t)
+		for _, fam := range families {
+			fmt.Fprintf(w, " %s |", share(out, t, func(d *doc) bool { return d.Label == 1 && d.Family == fam }))
+		}
+		fmt.Fprintf(w, " %s | %s |\n", share(out, t, func(d *doc) bool { return d.Label == 0 }),
+			share(out, t, func(d *doc) bool { return d.Label == 0 && d.Shape == "about" }))
+	}
+	var fps []scored
+	for _, s := range out {
+		if s.d.Label == 0 && s.detect >= threshold {
+			fps = append(fps, s)
+		}
+	}
+	sort.Slice(fps, func(i, j int) bool { return fps[i].detect > fps[j].detect })
+	if len(fps) > 0 {
+		fmt.Fprintf(w, "\nBenign documents flagged (the first %d):\n\n", min(len(fps), 12))
+		for _, s := range fps[:min(len(fps), 12)] {
+			sig := taint.Detect([]byte(s.d.Text))
+			fmt.Fprintf(w, "- %s (%s, %.2f): %s\n", s.d.ID, s.d.Shape, s.detect, strings.Join(sig.Reasons, "; "))
+		}
+	}
+}
+
+// writeLong reports false positives on long pages: the benign documents of
+// each shape joined, in corpus order, into pages of 64 KiB and more, since
+// the best of many windows is more likely to reach the threshold.
+func writeLong(w io.Writer, docs []doc, threshold float64) {
+	const size = 64 << 10
+	fmt.Fprintf(w, "\nLong pages: the benign documents of a shape joined into pages of at least 64 KiB.\n\n")
+	fmt.Fprintf(w, "| shape | pages | flagged |\n| --- | --- | --- |\n")
+	for _, shape := range []string{"email", "web", "table", "code", "tool", "about"} {
+		var page strings.Builder
+		n, hit := 0, 0
+		for i := range docs {
+			d := &docs[i]
+			if d.Label != 0 || d.Shape != shape {
+				continue
+			}
+			page.WriteString(d.Text)
+			page.WriteString("\n\n")
+			if page.Len() >= size {
+				n++
+				hit += btoi(taint.Detect([]byte(page.String())).Score >= threshold)
+				page.Reset()
+			}
+		}
+		fmt.Fprintf(w, "| %s | %d | %s |\n", shape, n, rate(hit, n))
+	}
+}
+
+func share(out []scored, t float64, keep func(*doc) bool) string {
+	n, hit := 0, 0
+	for _, s := range out {
+		if keep(s.d) {
+			n++
+			hit += btoi(s.detect >= t)
+		}
+	}
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(hit)/float64(n))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writeDoc replaces the part of the report between its markers with text,
+// or writes text alone when the report has none.
+func writeDoc(path, text string) error {
+	const begin, end = "<!-- eval:begin -->\n", "<!-- eval:end -->"
+	old, err := os.ReadFile(path)
+	if err == nil {
+		s := string(old)
+		if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
+			return os.WriteFile(path, []byte(s[:i+len(begin)]+text+s[j:]), 0o644)
+		}
+	}
+	return os.WriteFile(path, []byte(begin+text+end+"\n"), 0o644)
+}
