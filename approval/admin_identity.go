@@ -82,6 +82,14 @@ var errNonceStore = errors.New("state store unavailable")
 // errNoIdentity reports a request that names no approver.
 var errNoIdentity = errors.New("no approver identity: send Authorization: Bearer <admin or approver token>, or sign the request with an approver's key")
 
+// ApproverOf names who sent r, a request on the admin API with its body,
+// as a decision needs: the admin, or an approver by its bearer token or
+// signature (whose nonce is then spent); the agent's own signature names
+// the agent. For other capabilities' decisions (raising a chain's budget).
+func (a *Approvals) ApproverOf(r *http.Request, body []byte) (string, error) {
+	return a.approverOf(r, body)
+}
+
 // approverOf names who sent r, a request on the admin API, with its body:
 // by a bearer token, or by an RFC 9421 signature with an approver's key
 // (whose nonce is then spent). A signature that does not verify is an

@@ -52,7 +52,7 @@ import (
 )
 
 // HeaderReplayed marks an answer the call journal gave.
-const HeaderReplayed = "Baton-Journal-Replayed"
+const HeaderReplayed = middleware.HeaderJournalReplayed
 
 // runsTTL is how long the journal state of a handling the agent answered
 // is kept, as its handling is.

@@ -13,6 +13,11 @@ import (
 	"github.com/batonproxy/baton/trust"
 )
 
+// HeaderJournalReplayed marks an answer the call journal gave (package
+// journal): the capabilities that see answers on the egress transport
+// (model calls) tell a journal hit by it.
+const HeaderJournalReplayed = "Baton-Journal-Replayed"
+
 // Side tells which listener a request arrived on.
 type Side uint8
 

@@ -27,6 +27,8 @@ import (
 	"github.com/batonproxy/baton/journal"
 	"github.com/batonproxy/baton/mcpsession"
 	"github.com/batonproxy/baton/mesh"
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/modelcall"
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/tlsintercept"
@@ -50,6 +52,8 @@ type Baton struct {
 	Console *console.Console
 	// Journal answers the agent's repeated calls from their first answers.
 	Journal *journal.Journal
+	// ModelCalls understands, counts and bounds the agent's model calls.
+	ModelCalls *modelcall.Calls
 	// MCPSessions knows who opened each session of the agent's MCP server.
 	MCPSessions *mcpsession.Sessions
 	// ContextRefs pass handoffs' artifacts by reference and hold them to
@@ -144,7 +148,22 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 	if err != nil {
 		return pl, err
 	}
-	pl.EgressTransport, pl.HandlingEnded = b.Journal.Transport, b.Journal.HandlingEnded
+
+	// Model calls: understood as they pass, on both sides of the journal
+	// (a journal hit is seen, and never refused), counted per handling,
+	// agent and chain, and bounded by their chain's budget and the calls
+	// per handling (docs/model-calls.md).
+	b.ModelCalls, err = modelcall.New(modelcall.Options{Config: c, Store: p.Store, Log: p.Log, Meters: p.Meters})
+	if err != nil {
+		return pl, err
+	}
+	pl.EgressTransport = func(next http.RoundTripper) http.RoundTripper {
+		return b.ModelCalls.Observe(b.Journal.Transport(b.ModelCalls.Guard(next)))
+	}
+	pl.HandlingEnded = func(h *middleware.Handling) {
+		b.Journal.HandlingEnded(h)
+		b.ModelCalls.HandlingEnded(h)
+	}
 
 	// MCP sessions: at ingress, who opened each session of the agent's
 	// MCP server (docs/mcp.md).
@@ -181,7 +200,7 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 		pl.TLSIntercept = b.TLSIntercept
 	}
 
-	pl.Admin = b.adminRoutes(c.AdminToken)
+	pl.Admin = b.adminRoutes(c.AdminToken, c.Agent)
 	return pl, nil
 }
 

@@ -79,7 +79,7 @@ Usage:
   baton dlq show|replay|drop ID [--admin HOST:PORT]
                                  list, inspect, replay or drop the dead letters of that
                                  Baton's agent (another agent's are refused, naming it)
-` + approveUsage + abandonUsage + chaosUsage + topUsage + `  baton envelope validate [flags] FILE...
+` + approveUsage + budgetUsage + abandonUsage + chaosUsage + topUsage + `  baton envelope validate [flags] FILE...
                                  check handoff envelopes (bare, or inside an A2A
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
@@ -100,7 +100,7 @@ serve
   requests finish within shutdown_grace, and exits 0. BATON_CONFIG may name
   FILE instead of --config.
 
-trace, dlq, approvals, approve, deny, abandon and top
+trace, dlq, approvals, approve, deny, budget, abandon and top
   Talk to a Baton's admin listener (default 127.0.0.1:15000); BATON_ADMIN_TOKEN is
   sent as a bearer token when set.
 
@@ -148,6 +148,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return approvalsCmd(rest, stdout, env)
 	case "approve", "deny":
 		return decideCmd(cmd == "approve", rest, stdout, env)
+	case "budget":
+		return budgetCmd(rest, stdout, env)
 	case "abandon":
 		return abandonCmd(rest, stdout, env)
 	case "top":

@@ -1,0 +1,313 @@
+package modelcall
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/batonproxy/baton/genai"
+	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/middleware"
+)
+
+// call is one model call on its way: what its request said, where it
+// went, and what became of it.
+type call struct {
+	mc    *Calls
+	in    *middleware.Info
+	h     *middleware.Handling // nil: tied to no handling
+	c     genai.Call
+	dest  string
+	start time.Time
+	span  trace.Span
+
+	// Set by Guard, before the answer: the call went out, or was refused
+	// (why, for the record).
+	live    bool
+	refused string
+
+	stream  *genai.Stream
+	status  int
+	journal bool
+	once    sync.Once
+}
+
+type callKey struct{}
+
+func callFrom(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// observe understands model calls: it reads a call's request, and its
+// answer as the agent reads it.
+type observe struct {
+	mc   *Calls
+	next http.RoundTripper
+}
+
+func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
+	in := middleware.InfoFromContext(r.Context())
+	if in == nil || in.Handoff() || r.Method != http.MethodPost || r.Header.Get("Upgrade") != "" {
+		return o.next.RoundTrip(r)
+	}
+	api, dest := o.mc.apis.of(in)
+	if api == 0 {
+		return o.next.RoundTrip(r)
+	}
+	body, err := o.mc.requestBody(r, in)
+	if err != nil {
+		return nil, err
+	}
+	gc, ok := genai.Detect(api, r.Method, r.URL.Path, body)
+	if !ok {
+		return o.next.RoundTrip(r)
+	}
+	c := &call{mc: o.mc, in: in, h: in.Handling, c: gc, dest: dest, start: o.mc.now(),
+		span: trace.SpanFromContext(r.Context())}
+	in.Operation = gc.Operation
+	in.SpanName = gc.Operation
+	if gc.RequestModel != "" {
+		in.SpanName += " " + gc.RequestModel
+	}
+	c.requestAttributes()
+	resp, err := o.next.RoundTrip(r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+	if err != nil {
+		c.failed(err)
+		return nil, err
+	}
+	c.status = resp.StatusCode
+	c.journal = resp.Header.Get(middleware.HeaderJournalReplayed) == "true"
+	c.stream = genai.NewStream(gc, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), o.mc.now)
+	if resp.Body == nil || resp.Body == http.NoBody || r.Method == http.MethodHead {
+		c.finish(true)
+		return resp, nil
+	}
+	resp.Body = &answer{ReadCloser: resp.Body, c: c}
+	return resp, nil
+}
+
+// requestBody returns the call's whole body, read for its model, and
+// leaves the request a replayable copy; a body that streams or is larger
+// than limits.max_body_bytes is not read (nil), and the call is known by
+// its path only.
+func (mc *Calls) requestBody(r *http.Request, in *middleware.Info) ([]byte, error) {
+	if in.Buffered {
+		return in.Body, nil
+	}
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength < 0 || r.ContentLength > mc.maxBody {
+		return nil, nil
+	}
+	body := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, err
+	}
+	_ = r.Body.Close()
+	in.Body, in.Buffered = body, true
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return body, nil
+}
+
+// answer passes a model call's answer to the agent and reads it on the
+// way; at its end (or when the agent stops reading) the call is counted.
+// A chain with a budget has the call's spend added to its count before the
+// answer's end reaches the agent, so that its next call is checked against
+// it.
+type answer struct {
+	io.ReadCloser
+	c *call
+}
+
+func (a *answer) Read(p []byte) (int, error) {
+	n, err := a.ReadCloser.Read(p)
+	if n > 0 {
+		_, _ = a.c.stream.Write(p[:n])
+	}
+	if err == io.EOF {
+		a.c.finish(true)
+	}
+	return n, err
+}
+
+func (a *answer) Close() error {
+	a.c.finish(false)
+	return a.ReadCloser.Close()
+}
+
+// guard refuses the calls a handling or chain may not make.
+type guard struct {
+	mc   *Calls
+	next http.RoundTripper
+}
+
+func (g guard) RoundTrip(r *http.Request) (*http.Response, error) {
+	c := callFrom(r.Context())
+	if c == nil {
+		return g.next.RoundTrip(r)
+	}
+	if why, detail := g.mc.allow(r.Context(), c); why != "" {
+		c.refused = why
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return c.refusal(r, detail), nil
+	}
+	c.live = true
+	return g.next.RoundTrip(r)
+}
+
+// Why Baton refuses a model call, as records and metrics say.
+const (
+	refusedCalls  = "calls per handling"
+	refusedBudget = "chain budget"
+	refusedBlind  = "chain budget unchecked"
+)
+
+// allow says why c may not go out ("" when it may), and a detail for the
+// agent.
+func (mc *Calls) allow(ctx context.Context, c *call) (why, detail string) {
+	h := c.h
+	if h == nil {
+		return "", ""
+	}
+	n := h.ModelCallBegun()
+	if mc.maxCalls > 0 && n > mc.maxCalls {
+		return refusedCalls, "Baton refused this model call: the agent has made " + itoa(int64(n-1)) +
+			" model calls for the request it is handling, models.max_calls_per_handling of its Baton (a loop breaker)"
+	}
+	if !h.Budget.Set() {
+		return "", ""
+	}
+	s, err := mc.chainSpend(ctx, h.TraceID)
+	if err != nil {
+		mc.m.unchecked()
+		mc.log.Warn("model calls: the chain's spend could not be read", "trace_id", h.TraceID, "error", err.Error())
+		if mc.denyBlind {
+			return refusedBlind, "Baton refused this model call: its chain's budget cannot be checked (the store does not answer), and models.on_store_error is deny"
+		}
+		return "", ""
+	}
+	if over, how := s.over(h.Budget); over {
+		return refusedBudget, "Baton refused this model call: " + how + " (trace " + h.TraceID +
+			"). An approver can raise it: baton budget raise " + h.TraceID
+	}
+	return "", ""
+}
+
+// refusal is Baton's answer to a call it refused, in the provider's error
+// shape: 429 for a budget or the calls cap, 503 when the budget could not
+// be checked.
+func (c *call) refusal(r *http.Request, detail string) *http.Response {
+	status, code := http.StatusTooManyRequests, "chain_budget_exceeded"
+	switch c.refused {
+	case refusedCalls:
+		code = "model_calls_per_handling_exceeded"
+	case refusedBlind:
+		status, code = http.StatusServiceUnavailable, "chain_budget_unchecked"
+	}
+	w := &responseBuffer{header: http.Header{}}
+	genai.WriteRefusal(w, c.c, status, code, detail)
+	return &http.Response{StatusCode: w.status, Status: http.StatusText(w.status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: w.header, Body: io.NopCloser(bytes.NewReader(w.body.Bytes())), ContentLength: int64(w.body.Len()), Request: r}
+}
+
+// responseBuffer is the ResponseWriter a refusal is written to.
+type responseBuffer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *responseBuffer) Header() http.Header { return b.header }
+func (b *responseBuffer) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+func (b *responseBuffer) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
+}
+
+// failed counts a call that got no answer.
+func (c *call) failed(err error) {
+	c.once.Do(func() {
+		c.mc.account(c, genai.StreamResult{Result: genai.Result{ErrorType: errorType(err)}}, false)
+	})
+}
+
+// finish counts the call once its answer has ended (whole: read to its
+// end) or the agent stopped reading it.
+func (c *call) finish(whole bool) {
+	c.once.Do(func() {
+		_ = c.stream.Close()
+		r := c.stream.Result()
+		if !whole && !r.Ended && r.ErrorType == "" {
+			r.ErrorType = "incomplete"
+		}
+		c.mc.account(c, r, true)
+	})
+}
+
+// errorType names a transport error for error.type.
+func errorType(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case strings.Contains(err.Error(), "timeout"), strings.Contains(err.Error(), "deadline"):
+		return "timeout"
+	}
+	return "transport"
+}
+
+// account records what c did and cost: the span, the metrics, the
+// handling's summary, and its chain's count.
+func (mc *Calls) account(c *call, r genai.StreamResult, answered bool) {
+	end := mc.now()
+	model := r.ResponseModel
+	if model == "" {
+		model = c.c.RequestModel
+	}
+	rec := record.ModelCall{At: c.start, Ms: ms(end.Sub(c.start)), API: c.dest, Provider: c.c.Provider,
+		Operation: c.c.Operation, Model: model, Status: c.status, Finish: strings.Join(r.FinishReasons, ","), Error: r.ErrorType}
+	if !r.FirstTokenAt.IsZero() {
+		rec.TTFTMs = ms(r.FirstTokenAt.Sub(c.start))
+	}
+	var costNano int64
+	switch {
+	case c.refused != "":
+		rec.Refused = c.refused
+	case c.journal:
+		rec.Journal = true
+	default:
+		if u := r.Usage; u.Known {
+			rec.UsageKnown = true
+			rec.InputTokens, rec.OutputTokens, rec.CachedTokens, rec.ReasoningTokens = u.Input, u.Output, u.CachedInput, u.Reasoning
+		}
+		if cost, ok := mc.prices.Cost(c.c, r.Result); ok {
+			costNano, rec.Priced, rec.CostUSD = cost, true, float64(cost)/1e9
+		}
+	}
+	c.responseAttributes(r, rec)
+	mc.m.record(c, rec, end.Sub(c.start))
+	if c.h == nil {
+		return
+	}
+	c.h.NoteModelCall(rec)
+	if c.live && c.h.Budget.Set() && answered {
+		ctx, cancel := context.WithTimeout(context.Background(), storeWrite)
+		defer cancel()
+		if err := mc.addSpend(ctx, c.h.TraceID, rec.InputTokens+rec.OutputTokens, costNano); err != nil {
+			mc.log.Warn("model calls: the call's spend was not added to its chain's count", "trace_id", c.h.TraceID, "error", err.Error())
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
