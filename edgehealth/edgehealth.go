@@ -28,6 +28,9 @@ const (
 	seriesDepth    = "baton_dead_letter_depth"
 	seriesStart    = "process_start_time_seconds"
 	seriesTarget   = "target_info"
+	seriesTokens   = "baton_genai_tokens_total"
+	seriesCost     = "baton_genai_cost_usd_total"
+	seriesCalls    = "baton_genai_calls_total"
 )
 
 // Edge is an edge as its metrics label it.
@@ -52,6 +55,19 @@ type Snapshot struct {
 	Agent   string    // from target_info, "" when absent
 	Started time.Time // zero when the Baton does not say
 	Edges   map[Edge]*Counts
+	// Models are the agent's model calls, by model API and model
+	// (docs/model-calls.md).
+	Models map[Model]*ModelCounts
+}
+
+// Model is a model API (a route's name or a host:port) and a model, as the
+// baton_genai_* series label them.
+type Model struct{ API, Name string }
+
+// ModelCounts are a model's cumulative figures: calls (Failed of them
+// errors), tokens billed and their cost.
+type ModelCounts struct {
+	Calls, Failed, Tokens, CostUSD float64
 }
 
 // Read parses a scrape in the Prometheus text format taken at at.
@@ -75,7 +91,32 @@ func label(m *dto.Metric, name string) string {
 
 // Parse reads the figures from parsed metric families.
 func Parse(fams map[string]*dto.MetricFamily, at time.Time) *Snapshot {
-	s := &Snapshot{At: at, Edges: map[Edge]*Counts{}}
+	s := &Snapshot{At: at, Edges: map[Edge]*Counts{}, Models: map[Model]*ModelCounts{}}
+	model := func(m *dto.Metric) *ModelCounts {
+		k := Model{label(m, "to"), label(m, "model")}
+		c := s.Models[k]
+		if c == nil {
+			c = &ModelCounts{}
+			s.Models[k] = c
+		}
+		return c
+	}
+	for _, m := range fams[seriesTokens].GetMetric() {
+		model(m).Tokens += m.GetCounter().GetValue()
+	}
+	for _, m := range fams[seriesCost].GetMetric() {
+		model(m).CostUSD += m.GetCounter().GetValue()
+	}
+	for _, m := range fams[seriesCalls].GetMetric() {
+		c, v := model(m), m.GetCounter().GetValue()
+		switch label(m, "type") {
+		case "refused", "journal":
+			continue // answered without going out
+		case "error":
+			c.Failed += v
+		}
+		c.Calls += v
+	}
 	edge := func(m *dto.Metric) *Counts {
 		k := Edge{label(m, "from"), label(m, "to"), label(m, "side")}
 		e := s.Edges[k]

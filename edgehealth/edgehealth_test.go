@@ -1,6 +1,7 @@
 package edgehealth
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -66,5 +67,41 @@ process_start_time_seconds 1000
 	}
 	if idle := rows[1]; idle.To != "idle" || idle.Breaker != "open" || idle.ErrPct != "-" || idle.P99 != "-" || idle.Tied != "-" {
 		t.Errorf("a→idle: %+v", idle)
+	}
+}
+
+// TestModelRowsFromText: a model's tokens per second, cost per hour and
+// error share over the window between two scrapes; journal hits and
+// refusals are not calls that went out.
+func TestModelRowsFromText(t *testing.T) {
+	scrape := func(tokens, cost, live, failed, journal float64) string {
+		return fmt.Sprintf(`# TYPE baton_genai_tokens_total counter
+baton_genai_tokens_total{from="a",to="llm",model="m1",type="input"} %g
+baton_genai_tokens_total{from="a",to="llm",model="m1",type="output"} 0
+# TYPE baton_genai_cost_usd_total counter
+baton_genai_cost_usd_total{from="a",to="llm",model="m1"} %g
+# TYPE baton_genai_calls_total counter
+baton_genai_calls_total{from="a",to="llm",model="m1",type="live"} %g
+baton_genai_calls_total{from="a",to="llm",model="m1",type="error"} %g
+baton_genai_calls_total{from="a",to="llm",model="m1",type="journal"} %g
+`, tokens, cost, live, failed, journal)
+	}
+	t0 := time.Unix(1000, 0)
+	prev, err := Read(strings.NewReader(scrape(1000, 0.5, 9, 1, 4)), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := Read(strings.NewReader(scrape(3000, 1.5, 17, 3, 40)), t0.Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := ModelRows(prev, cur)
+	if len(rows) != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+	r := rows[0]
+	if r.API != "llm" || r.Name != "m1" || r.Total != 3000 || r.TokensPerSec != "200.0" || r.CostPerHour != "$360.0000" ||
+		r.Calls != 10 || r.Err != "20.0%" {
+		t.Errorf("row %+v", r)
 	}
 }

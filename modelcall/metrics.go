@@ -62,7 +62,7 @@ func newMetrics(mp metric.MeterProvider, agent string) (*metrics, error) {
 		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92))
 	m.tokens, errs[2] = mt.Int64Counter("baton.genai.tokens", metric.WithUnit("{token}"),
 		metric.WithDescription("Model tokens billed to the agent's calls that went out, by type (input, output)."))
-	m.cost, errs[3] = mt.Float64Counter("baton.genai.cost", metric.WithUnit("USD"),
+	m.cost, errs[3] = mt.Float64Counter("baton.genai.cost_usd",
 		metric.WithDescription("What the agent's priced model calls cost, by the price table."))
 	m.calls, errs[4] = mt.Int64Counter("baton.genai.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("The agent's model calls, by outcome: live, journal (answered from the journal), refused (by Baton), error."))

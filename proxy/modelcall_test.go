@@ -279,8 +279,8 @@ func TestModelCallsUnderstood(t *testing.T) {
 					t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, v, ok, c.want)
 				}
 			}
-			if v, ok := sc.value("baton_genai_cost_USD_total", series); !ok || v <= 0 {
-				t.Errorf("baton_genai_cost_USD_total = %v (found %v)", v, ok)
+			if v, ok := sc.value("baton_genai_cost_usd_total", series); !ok || v <= 0 {
+				t.Errorf("baton_genai_cost_usd_total = %v (found %v)", v, ok)
 			}
 		})
 	}

@@ -17,7 +17,8 @@ import (
 
 const topUsage = `  baton top [--admin URL]... [--interval 2s] [--once]
                                  per-edge request rate, latency p50/p95/p99, error %,
-                                 retries, breaker state and dead letters, from the
+                                 retries, breaker state and dead letters, and per
+                                 model tokens/s, cost/h and error %, from the
                                  /metrics of one or more Batons, refreshed in place
                                  (--once: one plain snapshot since each Baton started)
 `
@@ -133,5 +134,14 @@ func renderTop(w io.Writer, addr string, prev, cur *edgehealth.Snapshot) {
 			r.P50, r.P95, r.P99, r.Retries, r.Tied, r.Breaker, r.DeadLetters)
 	}
 	tw.Flush()
+	if models := edgehealth.ModelRows(prev, cur); len(models) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "MODEL API\tMODEL\tTOKENS\tTOKENS/S\tCOST/H\tCALLS\tERR%\t")
+		for _, r := range models {
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%.0f\t%s\t\n", r.API, r.Name, r.Total, r.TokensPerSec, r.CostPerHour, r.Calls, r.Err)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintln(w)
 }

@@ -121,6 +121,16 @@ func printTree(w io.Writer, traceID string, recs []record.Record) {
 	for i, r := range roots {
 		walk(r, "", i == len(roots)-1)
 	}
+	if agents, chain := records.Spend(recs); chain != nil {
+		fmt.Fprintf(w, "\nmodel calls\n")
+		for _, a := range agents {
+			fmt.Fprintf(w, "  %-16s %s\n", a.Agent, describeSpend(&a.ModelSummary))
+		}
+		fmt.Fprintf(w, "  %-16s %s\n", "chain", describeSpend(chain))
+		if b := chain.Budget; b != nil {
+			fmt.Fprintf(w, "  budget           %s\n", describeBudget(b))
+		}
+	}
 	for _, warning := range untiedWarnings(recs) {
 		fmt.Fprintf(w, "\nwarning: %s\n", warning)
 	}
@@ -214,7 +224,52 @@ func describeRecord(r record.Record) string {
 	if j := r.Journal; j != nil {
 		b.WriteString("  " + describeJournal(j))
 	}
+	if m := r.Models; m != nil && m.Calls > 0 {
+		b.WriteString("  models: " + describeSpend(m))
+	}
 	return b.String()
+}
+
+// describeSpend renders what model calls did and cost: "3 call(s), 360 in
+// + 90 out tokens, $0.000288 (1 from the journal, 1 refused)".
+func describeSpend(m *record.ModelSummary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d call(s), %d in + %d out tokens", m.Calls, m.InputTokens, m.OutputTokens)
+	switch {
+	case m.Unpriced > 0 && m.CostUSD == 0:
+		b.WriteString(", cost unknown (no price)")
+	default:
+		fmt.Fprintf(&b, ", $%.6f", m.CostUSD)
+		if m.Unpriced > 0 {
+			fmt.Fprintf(&b, " + %d unpriced call(s)", m.Unpriced)
+		}
+	}
+	var notes []string
+	if m.JournalHits > 0 {
+		notes = append(notes, fmt.Sprintf("%d from the journal, not paid", m.JournalHits))
+	}
+	if m.Refused > 0 {
+		notes = append(notes, fmt.Sprintf("%d refused by Baton", m.Refused))
+	}
+	if m.UnknownUsage > 0 {
+		notes = append(notes, fmt.Sprintf("%d with usage unknown", m.UnknownUsage))
+	}
+	if len(notes) > 0 {
+		b.WriteString(" (" + strings.Join(notes, ", ") + ")")
+	}
+	return b.String()
+}
+
+// describeBudget renders a chain budget.
+func describeBudget(bv *record.BudgetView) string {
+	var parts []string
+	if bv.Tokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", bv.Tokens))
+	}
+	if bv.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.3f", bv.CostUSD))
+	}
+	return strings.Join(parts, ", ") + " (as set where the chain entered; raised budgets: baton budget show)"
 }
 
 // describeJournal renders what the call journal did while the agent
