@@ -349,3 +349,70 @@ func TestModelCallsChainBudget(t *testing.T) {
 		t.Fatalf("the spend without the admin token: %d", st)
 	}
 }
+
+// TestModelCallsBadAnswers: answers that are not what their API says pass
+// to the agent byte for byte, and the receipt says what Baton could tell:
+// usage missing, negative, fractional or garbage is unknown (never zero),
+// a non-JSON body and a truncated stream likewise, an error answer names
+// its type.
+func TestModelCallsBadAnswers(t *testing.T) {
+	t.Parallel()
+	answers := []struct {
+		name, ctype, body string
+		status            int
+		known             bool
+		errType           string
+	}{
+		{"good", "application/json", `{"model":"m","choices":[{"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, 200, true, ""},
+		{"no usage", "application/json", `{"model":"m","choices":[{"finish_reason":"stop"}]}`, 200, false, ""},
+		{"negative usage", "application/json", `{"model":"m","usage":{"prompt_tokens":-5,"completion_tokens":2}}`, 200, false, ""},
+		{"fractional usage", "application/json", `{"model":"m","usage":{"prompt_tokens":5.5,"completion_tokens":2}}`, 200, false, ""},
+		{"garbage usage", "application/json", `{"model":"m","usage":"lots"}`, 200, false, ""},
+		{"not JSON", "application/json", `<html>502 Bad Gateway</html>`, 200, false, ""},
+		{"truncated stream", "text/event-stream", "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"model\":\"m\",\"choi", 200, false, ""},
+		{"error answer", "application/json", `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, 429, false, "rate_limit_exceeded"},
+	}
+	var next atomic.Int64
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		a := answers[next.Add(1)-1]
+		w.Header().Set("Content-Type", a.ctype)
+		w.WriteHeader(a.status)
+		io.WriteString(w, a.body)
+	}))
+	t.Cleanup(model.Close)
+	var got []string
+	var egress atomic.Pointer[string]
+	ag := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range answers {
+			resp, err := http.Post("http://"+*egress.Load()+"/llm/v1/chat/completions", "application/json",
+				strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				got = append(got, err.Error())
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got = append(got, string(b))
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(ag.Close)
+	b := startMetered(t, "agent: planner\nupstream: "+ag.URL+"\nexternal: {routes: [{name: llm, url: \""+model.URL+"/\", api: openai}]}\n")
+	e := b.EgressAddr()
+	egress.Store(&e)
+	tp, trace := newTraceparent(t)
+	if resp := sendTask(t, b, tp, "bad-1", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the task: %d", resp.StatusCode)
+	}
+	s := receipts(t, b, trace, 1)[0].Models
+	if s == nil || len(s.List) != len(answers) || s.UnknownUsage != len(answers)-1 || s.InputTokens != 5 || s.OutputTokens != 2 {
+		t.Fatalf("model summary %+v", s)
+	}
+	for i, a := range answers {
+		c := s.List[i]
+		if got[i] != a.body || c.UsageKnown != a.known || c.Error != a.errType || (!a.known && c.InputTokens+c.OutputTokens != 0) {
+			t.Errorf("%s: the agent got %q; recorded %+v", a.name, got[i], c)
+		}
+	}
+}
