@@ -142,6 +142,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fB, stopF, err := start("agent: flagger\nupstream: http://" + flagger.Addr + "\n" + loop + ids.yaml("flagger") +
 		"peers: {writer: {url: http://" + wB.IngressAddr() + "}, ledger: {url: http://" + lB.IngressAddr() + "}}\n" +
 		"external: {allow: [" + model.Addr + "]}\njournal: {hosts: [" + model.Addr + "]}\n" +
+		"models: {hosts: {\"" + model.Addr + "\": openai}}\n" +
 		"edges: [{from: analyst, contract: {mode: enforce, min_completeness: 0.75}, untrusted: spotlight},\n" +
 		"  {to: ledger, grant: {may_handoff_to: [], side_effects: [write]}},\n" +
 		"  {to: writer, retry: {attempts: 2, backoff: 50ms}, grant: {may_handoff_to: [], side_effects: [read]}}]\n")
@@ -343,6 +344,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := demoContext(ctx, p, start, loop); err != nil {
+		return err
+	}
+	if err := demoBudget(ctx, p, start, loop); err != nil {
 		return err
 	}
 	p("\nDone: the Batons and the demo agents shut down.\n")

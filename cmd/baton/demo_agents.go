@@ -132,7 +132,7 @@ func (d *demoAgents) flagger(w http.ResponseWriter, r *http.Request) {
 // askModel asks the model, through flagger's Baton, to review the flags,
 // and returns its answer.
 func (d *demoAgents) askModel(ctx context.Context, tp string, flags []string) (string, error) {
-	prompt := `{"model":"demo-1","messages":[{"role":"user","content":` + strconvQuote("Review these flags: "+strings.Join(flags, ", ")) + `}]}`
+	prompt := `{"model":"gpt-4.1-mini","messages":[{"role":"user","content":` + strconvQuote("Review these flags: "+strings.Join(flags, ", ")) + `}]}`
 	resp, err := demoPost(ctx, d.flaggerEgress, d.modelAddr, "/v1/chat/completions", tp, prompt)
 	if err != nil {
 		return "", err
@@ -158,8 +158,8 @@ func (d *demoAgents) model(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	n := d.modelCalls.Add(1)
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",`+
-		`"content":"vendor-17 needs review first; vendor-22 is within tolerance (sample %d)"}}],`+
+	fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","model":"gpt-4.1-mini-2025-04-14","choices":[{"index":0,"message":{"role":"assistant",`+
+		`"content":"vendor-17 needs review first; vendor-22 is within tolerance (sample %d)"},"finish_reason":"stop"}],`+
 		`"usage":{"prompt_tokens":412,"completion_tokens":38,"total_tokens":450}}`, n, time.Now().UnixNano()%1000)
 }
 

@@ -69,7 +69,9 @@ Usage:
                                  held by a confirmation gate and approved from the CLI,
                                  a failed trip abandoned: its charge refunded, then
                                  its room cancelled; a 2 MB transcript passed by
-                                 reference, and an envelope trimmed to a token budget
+                                 reference, an envelope trimmed to a token budget, what
+                                 the chain's model calls cost per agent, and a runaway
+                                 agent stopped by its chain's budget, then resumed
                                  (-v: the Batons' JSON logs on stderr)
   baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
                                  print a trace's handoff records as a tree (from one or

@@ -128,7 +128,11 @@ func TestDemo(t *testing.T) {
 		"content «untrusted»Note:ˆvendor-17ˆRESTATED", "Baton-Injection: score=",
 		"1     hotel→billing    charge   undone  hotel", "2     concierge→hotel  booking  undone  concierge",
 		`1. charge undone: {"refund": "ch-311", "amount": 420}`, `2. booking undone: {"cancel": "rm-204"}`,
-		"stored once, read once", "left out, as its envelope says: /rejected_paths/0/why, /completed/0/evidence, /artifacts/0/content"} {
+		"stored once, read once", "left out, as its envelope says: /rejected_paths/0/why, /completed/0/evidence, /artifacts/0/content",
+		"flagger          2 call(s), 412 in + 38 out tokens, $0.000226 (1 from the journal, not paid)",
+		"scout answered 500 after 5 model calls", `"code":"chain_budget_exceeded"`, "used 2250 of its 2000 model tokens",
+		"its receipt: 6 call(s), 2000 in + 250 out tokens", "scout answered 200; the model was called 8 time(s) in all",
+		"14 call(s), 3200 in + 400 out tokens, $0.001920 (5 from the journal, not paid, 1 refused by Baton)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
