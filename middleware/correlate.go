@@ -16,6 +16,8 @@ package middleware
 //  4. with no traceparent and no member at all (an agent that forwards
 //     nothing), the one handling in flight at this Baton, when exactly one
 //     is: agents that serve one request at a time need no instrumentation;
+//     when several are, the one whose distinctive phrases the call quotes
+//     of what the agent read within it (lineage.go);
 //  5. for an A2A message, the contextId or taskId of an inbound message
 //     (correlateA2A, once the body is buffered).
 //
@@ -54,6 +56,9 @@ func Correlate(hs Handlings) func(http.Handler) http.Handler {
 				tp = tps[0]
 			}
 			correlate(hs, in, member, tp, signal || len(tps) > 0)
+			if in.Handling == nil && !signal && len(tps) == 0 {
+				tieByLineage(hs, in, r) // several in flight: what the call quotes (lineage.go)
+			}
 			if h := in.Handling; h != nil && len(tps) == 0 && h.SpanID.IsValid() {
 				// The agent forwarded no trace: the call continues the
 				// handling's, as an instrumented agent's would.
@@ -136,7 +141,7 @@ func correlateA2A(hs Handlings, in *Info, r *http.Request) bool {
 
 // tie makes h the handling the call is made for.
 func (in *Info) tie(h *Handling, how string) {
-	in.Handling, in.Correlation = h, how
+	in.Handling, in.Correlation, in.CorrelationEvidence = h, how, ""
 	in.Hop, in.ParentRecord, in.Uncorrelated = h.Hop+1, h.ID, false
 }
 

@@ -32,6 +32,10 @@ type Handlings interface {
 	// InFlight returns the handling that sets the agent to work (Work) and
 	// is in flight, when exactly one is; nil when none or several are.
 	InFlight() *Handling
+	// Working appends to buf the handlings that set the agent to work and
+	// are in flight, when there are several (lineage.go); none when one at
+	// most is.
+	Working(buf []*Handling) []*Handling
 	// Untied notes a handoff on edge, in trace, that its agent made and
 	// that no handling took, its key coming from its content: each handling
 	// in flight counts it, and the Baton says so (docs/resume.md).
@@ -72,6 +76,9 @@ func Handle(hs Handlings) func(http.Handler) http.Handler {
 						h.Contexts = append(h.Contexts, id)
 					}
 				}
+			}
+			if in.Buffered && len(in.Body) > 0 && h.Work {
+				h.lineage.read("its task", in.Body, false)
 			}
 			in.Handling = h
 			setHandlingMember(r.Header, h.ID)

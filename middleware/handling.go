@@ -59,6 +59,7 @@ type Handling struct {
 	Budget     ChainBudget
 	BudgetNote string
 
+	lineage lineage // what the agent read within it, while several are in flight (lineage.go)
 	done    atomic.Bool
 	untied  atomic.Int32 // calls made while h was in flight that no handling took
 	mu      sync.Mutex
@@ -111,7 +112,14 @@ func (h *Handling) Untied() int { return int(h.untied.Load()) }
 func (h *Handling) Done() bool { return h.done.Load() }
 
 // Finish records that the agent answered.
-func (h *Handling) Finish() { h.done.Store(true) }
+func (h *Handling) Finish() {
+	h.done.Store(true)
+	h.lineage.drop()
+}
+
+// Read adds what the agent read within h (an answer to one of its calls)
+// to its lineage, its head up to the bounds; src says what it was.
+func (h *Handling) Read(src string, text []byte) { h.lineage.read(src, text, false) }
 
 // Stop records that a handoff made for h became the dead letter id, or was
 // answered with a chain that stopped at it; the first one is kept.

@@ -90,6 +90,21 @@ func (b *memBook) InFlight() *Handling {
 
 func (b *memBook) Untied(string, string) {}
 
+func (b *memBook) Working(buf []*Handling) []*Handling {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var live []*Handling
+	for _, h := range b.byID {
+		if h.Work && !h.Done() {
+			live = append(live, h)
+		}
+	}
+	if len(live) < 2 {
+		return buf
+	}
+	return append(buf, live...)
+}
+
 func (b *memBook) OfContext(id string) *Handling {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -87,7 +87,7 @@ func IdempotencyKey(hs Handlings, bufferMax int64, bufferAll bool) func(http.Han
 				}
 			}
 			// The A2A context is more exact than the one-in-flight guess.
-			guessed := in.Handling == nil || in.Correlation == record.CorrelatedByInFlight
+			guessed := in.Handling == nil || in.Correlation == record.CorrelatedByInFlight || in.Correlation == record.CorrelatedByLineage
 			if guessed && in.Buffered && correlateA2A(hs, in, r) && in.MaxHops > 0 && in.Hop > in.MaxHops {
 				hopLimit(w, r, in)
 				return

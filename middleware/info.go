@@ -82,6 +82,9 @@ type Info struct {
 	Handling    *Handling
 	Correlation string
 	Call        *Call
+	// CorrelationEvidence says, for a handoff tied by lineage, what it
+	// quoted of what the agent read within its handling.
+	CorrelationEvidence string
 	// StoppedAt names, at ingress, the dead letter where the chain below
 	// the agent stopped when its failure answer carries it upstream (retry
 	// pushback).

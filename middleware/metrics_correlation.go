@@ -2,7 +2,7 @@ package middleware
 
 // baton.handoff.correlation counts each outbound handoff by how it was tied
 // to the inbound handoff its agent was handling (correlate.go): baggage,
-// traceparent, trace, in-flight, a2a or mcp-session; ambiguous when its
+// traceparent, trace, in-flight, lineage, a2a or mcp-session; ambiguous when its
 // trace had several handlings, none when nothing tied it. A handoff counted
 // none or ambiguous got a key from its content: a re-run of its agent with
 // other bodies runs it again. `baton top` and the console show the share
@@ -23,7 +23,7 @@ const CorrelationNone = "none"
 // correlationNames are the label values, in cell order.
 var correlationNames = [...]string{
 	record.CorrelatedByBaggage, record.CorrelatedByTraceparent, record.CorrelatedByTrace,
-	record.CorrelatedByInFlight, record.CorrelatedByA2A, record.CorrelatedByMCPSession,
+	record.CorrelatedByInFlight, record.CorrelatedByLineage, record.CorrelatedByA2A, record.CorrelatedByMCPSession,
 	record.CorrelationAmbiguous, CorrelationNone,
 }
 

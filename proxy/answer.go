@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
 
 	"github.com/batonproxy/baton/middleware"
@@ -10,11 +11,65 @@ import (
 // key its handoff carried, derived or its own (Idempotency-Key on the
 // answer), so that it can re-send the same handoff with it to resume a
 // chain that failed.
-func egressAnswer(resp *http.Response) error {
-	if resp.Request != nil {
+func egressAnswer(hs *handlings) func(*http.Response) error {
+	return func(resp *http.Response) error {
+		if resp.Request == nil {
+			return nil
+		}
 		echoKey(resp.Header, resp.Request.Header)
+		if in := middleware.InfoFromContext(resp.Request.Context()); in != nil && in.Handling != nil &&
+			resp.Body != nil && resp.Body != http.NoBody && hs.concurrent() {
+			// Several requests in flight: the agent's next calls for this
+			// one may quote this answer (lineage).
+			resp.Body = &lineageTee{ReadCloser: resp.Body, h: in.Handling, src: answerOf(in)}
+		}
+		return nil
 	}
-	return nil
+}
+
+// answerOf names the answer of a call, as lineage's evidence says it.
+func answerOf(in *middleware.Info) string {
+	switch {
+	case in.Handoff():
+		return "the answer of " + in.To
+	case in.Route != "":
+		return "the answer of " + in.Route
+	}
+	return "the answer of " + in.External
+}
+
+// lineageTee passes an answer to the agent and gives its handling the
+// head of it (what the agent read), when the agent has read it or closes
+// it.
+type lineageTee struct {
+	io.ReadCloser
+	h    *middleware.Handling
+	src  string
+	head []byte
+	done bool
+}
+
+func (t *lineageTee) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if room := middleware.MaxLineageRead - len(t.head); n > 0 && room > 0 {
+		t.head = append(t.head, p[:min(n, room)]...)
+	}
+	if err != nil {
+		t.give()
+	}
+	return n, err
+}
+
+func (t *lineageTee) Close() error {
+	t.give()
+	return t.ReadCloser.Close()
+}
+
+func (t *lineageTee) give() {
+	if !t.done && len(t.head) > 0 {
+		t.h.Read(t.src, t.head)
+	}
+	t.done = true
 }
 
 // echoKey copies the Idempotency-Key of a handoff's request onto its

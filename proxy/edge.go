@@ -171,7 +171,7 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 	rec := &record.Record{
 		ID: record.NewID(in.TraceID), TraceID: in.TraceID, ParentID: in.ParentRecord, Side: record.Egress,
 		From: e.from, To: e.to, Hop: in.Hop, Key: in.Key, Method: req.Method, Target: req.URL.RequestURI(), Call: in.RPC.Describe(),
-		KeySource: in.KeySource, Correlation: in.Correlation, State: record.Sent, Created: now, Updated: now,
+		KeySource: in.KeySource, Correlation: in.Correlation, CorrelationEvidence: in.CorrelationEvidence, State: record.Sent, Created: now, Updated: now,
 	}
 	if in.Call != nil {
 		rec.Position = in.Call.Position()

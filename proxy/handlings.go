@@ -77,6 +77,29 @@ func (hs *handlings) InFlight() *middleware.Handling {
 	return nil
 }
 
+// concurrent reports whether several handlings that set the agent to work
+// are in flight: then lineage keeps what the agent reads.
+func (hs *handlings) concurrent() bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return len(hs.working) > 1
+}
+
+// Working implements middleware.Handlings.
+func (hs *handlings) Working(buf []*middleware.Handling) []*middleware.Handling {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if len(hs.working) < 2 {
+		return buf
+	}
+	for h := range hs.working {
+		if !h.Done() {
+			buf = append(buf, h)
+		}
+	}
+	return buf
+}
+
 // answer moves h among the answered handlings, forgetting the oldest of
 // them when there are recentHandlings.
 func (hs *handlings) answer(h *middleware.Handling) {

@@ -200,7 +200,7 @@ func New(o Options) (*Server, error) {
 		},
 		Transport: plug.egressTransport(&routedTransport{edges: s.gated(plug.Gate),
 			external: memoryBody{measureClient(sm.m, externalTransport, "")}}),
-		ModifyResponse: egressAnswer,
+		ModifyResponse: egressAnswer(hs),
 		BufferPool:     pool,
 		ErrorHandler:   errorHandler,
 		ErrorLog:       errLog,

@@ -96,6 +96,7 @@ func (r *Record) entrySize() int {
 		opt(r.Caller != "", `,"caller":""`) + len(r.Caller) +
 		opt(len(r.Trust) != 0, `,"trust":[]`) + opt(r.KeySource != "", `,"key_source":""`) + len(r.KeySource) +
 		opt(r.Position != 0, `,"position":10`) + opt(r.Correlation != "", `,"correlation":""`) + len(r.Correlation) +
+		opt(r.CorrelationEvidence != "", `,"correlation_evidence":""`) + len(r.CorrelationEvidence) +
 		opt(r.Call != "", `,"call":""`) + len(r.Call) + opt(r.Compensates != "", `,"compensates":""`) + len(r.Compensates) +
 		opt(len(r.Effects) != 0, `,"side_effects":[]`)
 	for _, e := range r.Effects {

@@ -96,6 +96,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = append(b, `,"correlation":`...)
 		b = appendString(b, r.Correlation)
 	}
+	if r.CorrelationEvidence != "" {
+		b = append(b, `,"correlation_evidence":`...)
+		b = appendString(b, r.CorrelationEvidence)
+	}
 	if r.Compensates != "" {
 		b = append(b, `,"compensates":`...)
 		b = appendString(b, r.Compensates)

@@ -217,7 +217,7 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 	}
 	for _, s := range []*string{&r.ID, &r.TraceID, &r.SpanID, &r.ParentID, (*string)(&r.Side), &r.From, &r.To,
 		&r.Key, &r.Method, &r.Target, &r.Call, &r.RequestDigest, &r.Grant, &r.SenderKeyID, &r.Caller, (*string)(&r.State),
-		&r.Outcome, &r.Error, &r.KeySource, &r.Correlation, &r.StoppedAt, &r.ResolvedBy, &r.Compensates} {
+		&r.Outcome, &r.Error, &r.KeySource, &r.Correlation, &r.CorrelationEvidence, &r.StoppedAt, &r.ResolvedBy, &r.Compensates} {
 		*s = toValidUTF8(*s)
 	}
 	return r, ok

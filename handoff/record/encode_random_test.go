@@ -133,7 +133,7 @@ func randRecord(rng *rand.Rand) *Record {
 		RequestDigest: randString(rng), Trust: randStrings(rng), Grant: randString(rng),
 		SenderKeyID: randString(rng), Caller: randString(rng), State: State(randString(rng)), Status: randInt(rng),
 		Attempts: randInt(rng), Latency: randFloat(rng), Outcome: randString(rng),
-		Error: randString(rng), KeySource: randString(rng), Position: randInt(rng), Correlation: randString(rng),
+		Error: randString(rng), KeySource: randString(rng), Position: randInt(rng), Correlation: randString(rng), CorrelationEvidence: randString(rng),
 		Compensates: randString(rng), Effects: randStrings(rng),
 		StoppedAt: randString(rng), ResolvedBy: randString(rng), Replayable: rng.IntN(2) == 0, Created: randTime(rng),
 		Updated: randTime(rng), checkpointed: rng.IntN(2) == 0, UncorrelatedCalls: randInt(rng),

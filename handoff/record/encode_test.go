@@ -39,6 +39,7 @@ var encodedFields = map[reflect.Type][]string{
 		"key_source,omitempty: string",
 		"position,omitempty: int",
 		"correlation,omitempty: string",
+		"correlation_evidence,omitempty: string",
 		"compensates,omitempty: string",
 		"state: record.State",
 		"status,omitempty: int",

@@ -58,6 +58,7 @@ const (
 	CorrelatedByInFlight    = "in-flight"   // the one handling in flight at the Baton (the call carried no trace)
 	CorrelatedByA2A         = "a2a"         // the A2A contextId or taskId
 	CorrelatedByMCPSession  = "mcp-session" // an MCP tool call's session and JSON-RPC id (its key only)
+	CorrelatedByLineage     = "lineage"     // what the agent read within exactly one handling in flight (its task, its calls' answers)
 	CorrelationAmbiguous    = "ambiguous"   // the trace has several handlings: none chosen
 )
 
@@ -111,6 +112,9 @@ type Record struct {
 	KeySource   string `json:"key_source,omitempty"`
 	Position    int    `json:"position,omitempty"`
 	Correlation string `json:"correlation,omitempty"`
+	// CorrelationEvidence says, for a handoff tied by lineage, what it
+	// quoted of what its agent read within the handling.
+	CorrelationEvidence string `json:"correlation_evidence,omitempty"`
 	// Compensates names, on a compensating handoff, the record and side
 	// effect it undoes: "<record id>/<effect>".
 	Compensates string `json:"compensates,omitempty"`

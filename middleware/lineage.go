@@ -1,0 +1,335 @@
+package middleware
+
+// Lineage: which request an agent's call serves, by what the agent read
+// (docs/resume.md#lineage). An agent that serves several requests at once
+// and forwards no trace context leaves Baton no header to tie its calls by;
+// but an LLM agent's calls quote what it read while handling the request:
+// its first model call quotes the task it received, its next handoff the
+// arguments the model wrote into a tool call, the model call after that the
+// tool's result. So, while two or more handlings are in flight, each keeps
+// what the agent read within it: the inbound body delivered to the agent,
+// and the answers to its calls already tied to it. A call that carries no
+// context and quotes what the agent read within exactly one in-flight
+// handling belongs to that handling; each tie then feeds the next.
+//
+// Safety first: only phrases distinctive of one handling count (a phrase
+// that two in-flight handlings read, JSON's own keys, a shared system
+// prompt, two identical requests, count for neither), and a call whose
+// distinctive phrases point at two handlings ties nothing. A missed tie
+// costs a re-run (the call gets a key from its content, as before); a
+// wrong one would answer one request with another's dedupe answer or
+// journal entry, never. A phrase is three words of the text, words being
+// runs of letters and digits (any byte above 0x7f counts as a letter, so
+// that UTF-8 text forms words), JSON string escapes being separators.
+//
+// Bounds: a handling keeps at most maxLineageBytes of what the agent read
+// (the inbound body's head, then answers' heads), and the phrases of it
+// (8 bytes each) are hashed once, when a lookup first needs them; all of
+// it is let go when the agent answers. Nothing is kept or hashed while one
+// handling at most is in flight: the single-request path pays a pointer.
+
+import (
+	"bytes"
+	"errors"
+	"hash/maphash"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/batonproxy/baton/handoff/record"
+)
+
+// Bounds of lineage.
+const (
+	// maxLineageBytes bounds what one handling keeps of what its agent
+	// read; MaxLineageRead what one answer adds to it.
+	maxLineageBytes = 64 << 10
+	MaxLineageRead  = 16 << 10
+	// maxLineagePeek bounds what of a call's body is read for its
+	// phrases: its head.
+	maxLineagePeek = 32 << 10
+	// minLineageEvidence is the distinctive phrases a tie needs.
+	minLineageEvidence = 2
+)
+
+// lineageSeed hashes phrases: one per process, so that every handling's
+// phrases and every call's compare.
+var lineageSeed = maphash.MakeSeed()
+
+// lineage is what the agent read within one handling.
+type lineage struct {
+	mu      sync.Mutex
+	reads   []lineageRead
+	size    int
+	phrases []phrase // sorted by hash; nil until hashed, or after a read
+}
+
+// lineageRead is one text the agent read, and what it was.
+type lineageRead struct {
+	src  string
+	text []byte
+}
+
+// phrase is one phrase's hash and the read it came from.
+type phrase struct {
+	hash uint64
+	read int32
+}
+
+// read adds what the agent read (src says what: "its task", "the answer of
+// api.openai.com:443"), its head up to the bounds. own says text may be
+// kept as it is (the caller does not reuse it); otherwise it is copied.
+func (l *lineage) read(src string, text []byte, own bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := min(len(text), MaxLineageRead, maxLineageBytes-l.size)
+	if n <= 0 {
+		return
+	}
+	t := text[:n]
+	if !own {
+		t = append([]byte(nil), t...)
+	}
+	l.reads = append(l.reads, lineageRead{src: src, text: t})
+	l.size += n
+	l.phrases = nil
+}
+
+// hashed returns the handling's phrases, sorted, hashing what is new.
+// Called with mu held.
+func (l *lineage) hashed() []phrase {
+	if l.phrases != nil || len(l.reads) == 0 {
+		return l.phrases
+	}
+	ps := make([]phrase, 0, l.size/6)
+	for i, r := range l.reads {
+		eachPhrase(r.text, func(h uint64) { ps = append(ps, phrase{h, int32(i)}) })
+	}
+	slices.SortFunc(ps, func(a, b phrase) int {
+		switch {
+		case a.hash < b.hash:
+			return -1
+		case a.hash > b.hash:
+			return 1
+		}
+		return int(a.read - b.read)
+	})
+	l.phrases = slices.CompactFunc(ps, func(a, b phrase) bool { return a.hash == b.hash })
+	return l.phrases
+}
+
+// find returns the read a phrase came from, or -1.
+func find(ps []phrase, h uint64) int32 {
+	i, ok := slices.BinarySearchFunc(ps, h, func(p phrase, h uint64) int {
+		switch {
+		case p.hash < h:
+			return -1
+		case p.hash > h:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return -1
+	}
+	return ps[i].read
+}
+
+// drop lets go of what the agent read: its handling was answered.
+func (l *lineage) drop() {
+	l.mu.Lock()
+	l.reads, l.phrases, l.size = nil, nil, 0
+	l.mu.Unlock()
+}
+
+// eachPhrase calls fn with the hash of each phrase of text: three words in
+// a row.
+func eachPhrase(text []byte, fn func(uint64)) {
+	var w [3][]byte // the last three words
+	n := 0
+	start := -1
+	emit := func(word []byte) {
+		w[0], w[1], w[2] = w[1], w[2], word
+		if n++; n >= 3 {
+			var h maphash.Hash
+			h.SetSeed(lineageSeed)
+			for _, x := range w {
+				for _, c := range x {
+					h.WriteByte(lowerASCII(c))
+				}
+				h.WriteByte(' ')
+			}
+			fn(h.Sum64())
+		}
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c == '\\':
+			if start >= 0 {
+				emit(text[start:i])
+				start = -1
+			}
+			if i+1 < len(text) && text[i+1] == 'u' {
+				i += 5 // \uXXXX
+			} else {
+				i++ // \n, \", ...
+			}
+		case wordByte(c):
+			if start < 0 {
+				start = i
+			}
+		default:
+			if start >= 0 {
+				emit(text[start:i])
+				start = -1
+			}
+		}
+	}
+	if start >= 0 {
+		emit(text[start:])
+	}
+}
+
+func wordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// lineageMatch is the handling a call's phrases tie it to, with the
+// evidence.
+type lineageMatch struct {
+	h        *Handling
+	phrases  int
+	evidence string
+}
+
+// matchLineage returns the one handling among cands whose distinctive
+// phrases (read within it and within no other of cands) the call's text
+// holds, at least minLineageEvidence of them; nil when none does, or when
+// another handling's distinctive phrases are in the call too.
+func matchLineage(cands []*Handling, call []byte) lineageMatch {
+	if len(cands) < 2 {
+		return lineageMatch{}
+	}
+	sets := make([][]phrase, len(cands))
+	for i, h := range cands {
+		h.lineage.mu.Lock()
+		sets[i] = h.lineage.hashed() // immutable once hashed: a new read makes a new slice
+		h.lineage.mu.Unlock()
+	}
+	hits := make([]int, len(cands))
+	bySrc := make([]map[int32]int, len(cands))
+	var seen []uint64
+	eachPhrase(call, func(ph uint64) {
+		seen = append(seen, ph)
+	})
+	slices.Sort(seen)
+	seen = slices.Compact(seen)
+	for _, ph := range seen {
+		owner, read := -1, int32(-1)
+		for i, s := range sets {
+			if r := find(s, ph); r >= 0 {
+				if owner >= 0 {
+					owner = -2 // read within two handlings: not distinctive
+					break
+				}
+				owner, read = i, r
+			}
+		}
+		if owner < 0 {
+			continue
+		}
+		hits[owner]++
+		if bySrc[owner] == nil {
+			bySrc[owner] = map[int32]int{}
+		}
+		bySrc[owner][read]++
+	}
+	pick := -1
+	for i, n := range hits {
+		if n == 0 {
+			continue
+		}
+		if pick >= 0 {
+			return lineageMatch{} // two handlings' phrases: ambiguous
+		}
+		pick = i
+	}
+	if pick < 0 || hits[pick] < minLineageEvidence {
+		return lineageMatch{}
+	}
+	h := cands[pick]
+	best, most := int32(0), 0
+	for r, n := range bySrc[pick] {
+		if n > most || n == most && r < best {
+			best, most = r, n
+		}
+	}
+	h.lineage.mu.Lock()
+	src := "what it read"
+	if int(best) < len(h.lineage.reads) {
+		src = h.lineage.reads[best].src
+	}
+	h.lineage.mu.Unlock()
+	return lineageMatch{h: h, phrases: hits[pick],
+		evidence: strconv.Itoa(hits[pick]) + " phrase(s) only handling " + h.ID + " read, most from " + src}
+}
+
+// tieByLineage ties a call that carried no context to the one in-flight
+// handling whose distinctive phrases its body's head quotes, when several
+// are in flight; it reports whether it did. It reads the head of the body
+// and puts it back in front of the rest.
+func tieByLineage(hs Handlings, in *Info, r *http.Request) bool {
+	var buf [16]*Handling
+	cands := hs.Working(buf[:0])
+	if len(cands) < 2 || r.Body == nil || r.Body == http.NoBody {
+		return false
+	}
+	head := peekBody(r, maxLineagePeek)
+	m := matchLineage(cands, head)
+	if m.h == nil {
+		return false
+	}
+	in.tie(m.h, record.CorrelatedByLineage)
+	in.CorrelationEvidence = m.evidence
+	return true
+}
+
+// peekBody reads up to n bytes of r's body and leaves the body whole: what
+// was read, then the rest (or the read's error).
+func peekBody(r *http.Request, n int) []byte {
+	if r.ContentLength >= 0 && r.ContentLength < int64(n) {
+		n = int(r.ContentLength)
+	}
+	head := make([]byte, n)
+	k, err := io.ReadFull(r.Body, head)
+	head = head[:k]
+	rest := r.Body
+	switch {
+	case err == nil:
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), rest), rest}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		r.Body = readCloser{bytes.NewReader(head), rest}
+	default:
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), errReader{err}), rest}
+	}
+	return head
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

@@ -1,0 +1,116 @@
+package middleware
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func handlingReading(id string, reads ...string) *Handling {
+	h := &Handling{ID: id, Work: true}
+	for i, r := range reads {
+		src := "its task"
+		if i > 0 {
+			src = fmt.Sprintf("the answer of call %d", i)
+		}
+		h.lineage.read(src, []byte(r), false)
+	}
+	return h
+}
+
+// TestMatchLineage: a call is tied to the one handling whose distinctive
+// phrases it quotes, never when they are shared or point at two.
+func TestMatchLineage(t *testing.T) {
+	t.Parallel()
+	task := func(account string) string {
+		return `{"jsonrpc":"2.0","method":"SendMessage","params":{"message":{"role":"ROLE_USER","parts":[{"text":"Pay the March invoice of Acme Corp from account ` +
+			account + ` and tell finance when it is done"}]}}}`
+	}
+	h1, h2, h3 := handlingReading("h1", task("DE4417")), handlingReading("h2", task("DE4418")), handlingReading("h3", task("DE4419"))
+	model := func(account string) string {
+		return `{"model":"gpt-4.1-mini","messages":[{"role":"system","content":"You are a payments agent."},` +
+			`{"role":"user","content":"Pay the March invoice of Acme Corp from account ` + account + ` and tell finance when it is done"}]}`
+	}
+	for _, tc := range []struct {
+		name  string
+		cands []*Handling
+		call  string
+		want  *Handling
+	}{
+		{"one token apart: each its own", []*Handling{h1, h2, h3}, model("DE4418"), h2},
+		{"one token apart: the first", []*Handling{h1, h2, h3}, model("DE4417"), h1},
+		{"quotes two requests' phrases", []*Handling{h1, h2, h3}, model("DE4417") + model("DE4419"), nil},
+		{"quotes only what all read", []*Handling{h1, h2, h3}, `{"content":"Pay the March invoice of Acme Corp"}`, nil},
+		{"quotes another account", []*Handling{h1, h2, h3}, model("DE9999"), nil},
+		{"a single handling: not lineage's to decide", []*Handling{h1}, model("DE4417"), nil},
+	} {
+		m := matchLineage(tc.cands, []byte(tc.call))
+		if m.h != tc.want {
+			t.Errorf("%s: tied to %v (%s), want %v", tc.name, id(m.h), m.evidence, id(tc.want))
+		}
+	}
+
+	// Identical requests: nothing is distinctive.
+	same1, same2 := handlingReading("s1", task("DE4417")), handlingReading("s2", task("DE4417"))
+	if m := matchLineage([]*Handling{same1, same2}, []byte(model("DE4417"))); m.h != nil {
+		t.Errorf("identical requests: tied to %s", m.h.ID)
+	}
+
+	// Each tie feeds the next: the answer a handling's call got is its
+	// own, and the next call quotes it.
+	a := handlingReading("a", task("DE4417"), `{"output":[{"type":"function_call","name":"book","arguments":"{\"request\":\"book the lakeside lodge for forty on Friday\"}"}]}`)
+	b := handlingReading("b", task("DE4417"), `{"output":[{"type":"function_call","name":"book","arguments":"{\"request\":\"book the harbour hall for twelve on Monday\"}"}]}`)
+	m := matchLineage([]*Handling{a, b}, []byte(`{"message":{"parts":[{"text":"book the harbour hall for twelve on Monday"}]}}`))
+	if m.h != b || !strings.Contains(m.evidence, "the answer of call 1") {
+		t.Errorf("the tool call's handoff: tied to %v (%s), want b by its answer", id(m.h), m.evidence)
+	}
+
+	// Answered handlings keep nothing.
+	b.Finish()
+	if m := matchLineage([]*Handling{a, b}, []byte(`book the harbour hall for twelve on Monday`)); m.h != nil {
+		t.Errorf("after b answered: tied to %s", m.h.ID)
+	}
+}
+
+func id(h *Handling) string {
+	if h == nil {
+		return "none"
+	}
+	return h.ID
+}
+
+// TestEachPhrase: words are runs of letters and digits, JSON escapes
+// separate them, and case does not matter.
+func TestEachPhrase(t *testing.T) {
+	t.Parallel()
+	collect := func(s string) []uint64 {
+		var out []uint64
+		eachPhrase([]byte(s), func(h uint64) { out = append(out, h) })
+		return out
+	}
+	a := collect(`Book the Lodge`)
+	b := collect(`{"text":"book THE lodge"}`)
+	if len(a) != 1 || len(b) != 2 || b[1] != a[0] {
+		t.Errorf("phrases %v and %v", a, b)
+	}
+	if c := collect(`"line\nbook the lodge\u00e9"`); len(c) != 2 || c[1] != a[0] {
+		t.Errorf("escapes: %v, want %v second", c, a)
+	}
+}
+
+func BenchmarkMatchLineage(b *testing.B) {
+	var cands []*Handling
+	for i := range 16 {
+		cands = append(cands, handlingReading(fmt.Sprint(i), strings.Repeat(fmt.Sprintf("request %d asks to plan the offsite for team %d in spring. ", i, i), 40),
+			strings.Repeat(fmt.Sprintf("the model proposes venue %d with catering and rooms. ", i), 40)))
+	}
+	call := []byte(`{"model":"gpt-4.1-mini","input":[{"role":"user","content":"` + strings.Repeat("request 7 asks to plan the offsite for team 7 in spring. ", 20) + `"}]}`)
+	matchLineage(cands, call) // hash the handlings' reads once
+	b.ReportAllocs()
+	b.SetBytes(int64(len(call)))
+	for b.Loop() {
+		if m := matchLineage(cands, call); m.h != cands[7] {
+			b.Fatal("wrong tie")
+		}
+	}
+}
