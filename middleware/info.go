@@ -79,6 +79,10 @@ type Info struct {
 	// the agent stopped when its failure answer carries it upstream (retry
 	// pushback).
 	StoppedAt string
+	// AgentFailed reports, at ingress, an answer in which the agent says,
+	// inside a 2xx, that it failed: an A2A failed task or a JSON-RPC
+	// internal error to an A2A send (A2AFailed). Its receipt is failed.
+	AgentFailed bool
 	// KeyMismatch reports an answer replayed from the dedupe window for a
 	// positional key whose first request had a different body.
 	KeyMismatch bool
