@@ -149,7 +149,8 @@ func TestConsoleTracePictureInBrowser(t *testing.T) {
 		{ID: id(1), TraceID: trace, Side: record.Egress, From: "a", To: "b", Method: "POST", Target: "/plan", State: record.Delivered, Status: 200, Attempts: 1, Latency: 900, Created: at(0)},
 		{ID: id(2), TraceID: trace, ParentID: id(1), Side: record.Ingress, From: "a", To: "b", Method: "POST", Target: "/plan", State: record.Delivered, Status: 200, Attempts: 1, Latency: 880, Created: at(10),
 			Journal: &record.JournalSummary{Hits: 2, Misses: 1, Journaled: 1}},
-		{ID: id(3), TraceID: trace, ParentID: id(2), Side: record.Egress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Dead, Status: 503, Attempts: 3, Latency: 200, Created: at(50), ResolvedBy: id(4)},
+		{ID: id(3), TraceID: trace, ParentID: id(2), Side: record.Egress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Delivered, Status: 503, Attempts: 3, Latency: 200, Created: at(50), ResolvedBy: id(4),
+			Outcome: "resolved: " + id(4) + " delivered the same handoff (same key) when the chain resumed"},
 		{ID: id(4), TraceID: trace, ParentID: id(2), Side: record.Egress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Delivered, Status: 200, Attempts: 1, Latency: 300, Created: at(500),
 			Approval: &record.Approval{Gate: "bookings", Decision: "approved", By: "ops"}},
 		{ID: id(5), TraceID: trace, ParentID: id(4), Side: record.Ingress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Delivered, Status: 200, Attempts: 1, Latency: 250, Created: at(520)},
@@ -167,7 +168,7 @@ func TestConsoleTracePictureInBrowser(t *testing.T) {
 		g.getAttribute("class") + " " + (g.dataset.agent || g.dataset.from + "→" + g.dataset.to) + " " + [...g.querySelectorAll("text")].map(t => t.textContent).join(" / "))`))
 	want := []string{
 		"edge ok a→b 1 handoff(s)",
-		"edge warn b→c 2 handoff(s) / 1 resolved · retried · gated",
+		"edge warn b→c 2 handoff(s) / dead letter, resolved · retried · gated",
 		"node a a / 0 received", "node b b / 1 received", "node c c / 1 received",
 	}
 	if strings.Join(graph, "\n") != strings.Join(want, "\n") {
@@ -178,7 +179,7 @@ func TestConsoleTracePictureInBrowser(t *testing.T) {
 	wantBars := []string{
 		"1 bar delivered: ",
 		"2 bar delivered: journal: 2 hit(s)",
-		"3 bar dead: dead letter, resolved · retried ×2",
+		"3 bar resolved: dead letter, resolved · retried ×2",
 		"4 bar delivered: gate bookings: approved",
 		"5 bar delivered: ",
 	}
