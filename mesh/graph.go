@@ -130,7 +130,9 @@ func Layout(batons []Announcement) Graph {
 
 // Draw places nodes (by agent name) in columns by the depth at which they
 // receive the edges' handoffs, and routes the edges between them; each
-// edge's class and labels are the caller's. At most MaxNodes nodes and
+// edge's class and labels are the caller's. Each edge's labels go on a
+// point of its own path where they meet no other label and no node
+// (labels.go); columns spread for long labels. At most MaxNodes nodes and
 // MaxEdges edges are drawn.
 func Draw(nodes []Node, edges []Edge) Graph {
 	var g Graph
@@ -188,6 +190,13 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			walk()
 		}
 	}
+	// Columns as far apart as the widest label between two of them needs.
+	gap := colGap
+	for _, e := range edges {
+		if a, b := byAgent[e.From], byAgent[e.To]; a != nil && b != nil && depth[e.To] > depth[e.From] {
+			gap = max(gap, min(nodeW+labelWidth(&e)+2*labelStep, maxColGap))
+		}
+	}
 	rows := map[int]int{}
 	cols, maxRows := 0, 0
 	for _, a := range order {
@@ -195,14 +204,15 @@ func Draw(nodes []Node, edges []Edge) Graph {
 		n.Depth = depth[a]
 		n.Label = shorten(a, 20)
 		n.W, n.H = nodeW, nodeH
-		n.X = margin + n.Depth*colGap
+		n.X = margin + n.Depth*gap
 		n.Y = margin + rows[n.Depth]*rowGap
 		rows[n.Depth]++
 		cols, maxRows = max(cols, n.Depth+1), max(maxRows, rows[n.Depth])
 		g.Nodes = append(g.Nodes, *n)
 	}
-	g.Width = 2*margin + (cols-1)*colGap + nodeW
+	g.Width = 2*margin + (cols-1)*gap + nodeW
 	g.Height = 2*margin + (maxRows-1)*rowGap + nodeH + 20
+	labels := newLabeller(g.Nodes)
 	for _, e := range edges {
 		a, b := byAgent[e.From], byAgent[e.To]
 		if a == nil || b == nil {
@@ -213,23 +223,31 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			continue
 		}
 		e.Anchor = "edge-" + strconv.Itoa(len(g.Edges))
-		x1, y1 := a.X+a.W, a.Y+a.H/2
-		x2, y2 := b.X, b.Y+b.H/2
-		if b.Depth <= a.Depth { // back or sideways: around, below
-			x1, x2 = a.X+a.W/2, b.X+b.W/2
-			y1, y2 = a.Y+a.H, b.Y+b.H
-			dip := max(y1, y2) + rowGap/2
-			e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, x1, dip, x2, dip, x2, y2)
-			e.LabelX, e.LabelY = (x1+x2)/2, dip-8
-			g.Height = max(g.Height, dip+margin)
-		} else {
-			mx := (x1 + x2) / 2
-			e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, mx, y1, mx, y2, x2, y2)
-			e.LabelX, e.LabelY = mx, (y1+y2)/2-6
-		}
+		c := route(a, b)
+		e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", int(c[0][0]), int(c[0][1]), int(c[1][0]), int(c[1][1]),
+			int(c[2][0]), int(c[2][1]), int(c[3][0]), int(c[3][1]))
+		g.Height = max(g.Height, int(c[1][1])+margin)
+		lb := labels.place(&e, c)
+		g.Width, g.Height = max(g.Width, lb.X1+margin), max(g.Height, lb.Y1+margin)
 		g.Edges = append(g.Edges, e)
 	}
 	return g
+}
+
+// route is the path of an edge from a to b: from a's right side to b's
+// left side when b is in a later column; from a's bottom round below to
+// b's bottom when it is not (back or sideways).
+func route(a, b *Node) bezier {
+	if b.Depth <= a.Depth {
+		x1, x2 := float64(a.X+a.W/2), float64(b.X+b.W/2)
+		y1, y2 := float64(a.Y+a.H), float64(b.Y+b.H)
+		dip := max(y1, y2) + rowGap/2
+		return bezier{{x1, y1}, {x1, dip}, {x2, dip}, {x2, y2}}
+	}
+	x1, y1 := float64(a.X+a.W), float64(a.Y+a.H/2)
+	x2, y2 := float64(b.X), float64(b.Y+b.H/2)
+	mx := float64(int(x1+x2) / 2)
+	return bezier{{x1, y1}, {mx, y1}, {mx, y2}, {x2, y2}}
 }
 
 // worse reports whether breaker state a is worse than b.
