@@ -46,6 +46,9 @@ type Info struct {
 	// External is the host:port of a non-agent destination at egress; when
 	// set the request is an external fetch, not a handoff.
 	External string
+	// Route names the base-URL route (external.routes) whose upstream
+	// External is, when it is one's: the destination's name in metrics.
+	Route string
 	// Target is where the request is forwarded.
 	Target *url.URL
 	// MaxHops is the hop limit of the edge.
@@ -157,6 +160,15 @@ func (i *Info) SenderRunsNoBaton() bool { return i.From == "" || i.Caller != nil
 // Handoff reports whether the request is a handoff between agents (as
 // opposed to an external fetch).
 func (i *Info) Handoff() bool { return i.External == "" }
+
+// ExternalName names an external fetch's destination: its route's name,
+// else its host:port ("" for a handoff).
+func (i *Info) ExternalName() string {
+	if i.Route != "" {
+		return i.Route
+	}
+	return i.External
+}
 
 // Edge renders the edge as "from→to", or "agent→host:port" for an external
 // fetch.
