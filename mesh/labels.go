@@ -20,17 +20,29 @@ const (
 	// labelStep is how far a label is moved, up or down, from its edge's
 	// middle when no point of the edge has room for it.
 	labelStep = 8
+	// nodeClear keeps labels off a node's sides, where edges' arrows end.
+	nodeClear = 8
 	// maxColGap bounds how far columns spread for long labels; a label
 	// wider than the room between two columns is moved where it fits.
 	maxColGap = 520
 )
 
-// labelTs are the points along an edge's path tried for its labels, as a
-// share of the path: the middle first, then out towards either end.
-var labelTs = [...]float64{0.5, 0.38, 0.62, 0.28, 0.72, 0.2, 0.8}
+// The points along an edge's path tried for its labels, as a share of the
+// path: the middle first, then out towards either end; for one of several
+// edges out of a node, towards its own end first, where its path has left
+// the others (and, for one of several into a node, towards its start).
+var (
+	labelTs     = []float64{0.5, 0.38, 0.62, 0.28, 0.72, 0.2, 0.8}
+	labelTsOut  = []float64{0.62, 0.72, 0.5, 0.8, 0.38, 0.28, 0.2}
+	labelTsInto = []float64{0.38, 0.28, 0.5, 0.2, 0.62, 0.72, 0.8}
+)
 
 // box is a rectangle in the graph's coordinates: [X0, X1) × [Y0, Y1).
 type box struct{ X0, Y0, X1, Y1 int }
+
+// W and H are its width and height.
+func (b box) W() int { return b.X1 - b.X0 }
+func (b box) H() int { return b.Y1 - b.Y0 }
 
 func (b box) overlaps(o box) bool { return b.X0 < o.X1 && o.X0 < b.X1 && b.Y0 < o.Y1 && o.Y0 < b.Y1 }
 
@@ -69,7 +81,7 @@ type labeller struct {
 func newLabeller(nodes []Node) *labeller {
 	l := &labeller{taken: make([]box, 0, 2*len(nodes))}
 	for _, n := range nodes {
-		l.taken = append(l.taken, box{X0: n.X, Y0: n.Y, X1: n.X + n.W, Y1: n.Y + n.H})
+		l.taken = append(l.taken, box{X0: n.X - nodeClear, Y0: n.Y, X1: n.X + n.W + nodeClear, Y1: n.Y + n.H})
 	}
 	return l
 }
@@ -83,12 +95,12 @@ func (l *labeller) free(b box) bool {
 	return true
 }
 
-// place sets e's label position on its path c: the first of labelTs with
-// room, else the middle of the path moved up or down, a step at a time,
-// until there is room. It returns the room taken.
-func (l *labeller) place(e *Edge, c bezier) box {
+// place sets e's label position on its path c: the first of ts with room,
+// else the middle of the path moved up or down, a step at a time, until
+// there is room. It returns the room taken.
+func (l *labeller) place(e *Edge, c bezier, ts []float64) box {
 	w := labelWidth(e)
-	for _, t := range labelTs {
+	for _, t := range ts {
 		x, y := c.at(t)
 		x = max(x, w/2) // never past the graph's left side
 		if b := labelBox(e, x, y); b.Y0 >= 0 && l.free(b) {
@@ -107,7 +119,19 @@ func (l *labeller) place(e *Edge, c bezier) box {
 }
 
 func (l *labeller) take(e *Edge, x, y int, b box) box {
-	e.LabelX, e.LabelY = x, y-labelAbove
+	e.LabelX, e.LabelY, e.Box = x, y-labelAbove, b
+	e.Under1 = underText(e.Label, x, e.LabelY)
+	if e.Label2 != "" {
+		e.Under2 = underText(e.Label2, x, e.LabelY+labelAbove+labelBelow)
+	}
 	l.taken = append(l.taken, b)
 	return b
+}
+
+// underText is the room under one line of label text whose baseline is at
+// (x, baseline): about as wide as the text is drawn, less than the room
+// kept for it.
+func underText(text string, x, baseline int) box {
+	w := utf8.RuneCountInString(text)*(labelCharW-1) + 4
+	return box{X0: x - w/2, Y0: baseline - labelAscent + 1, X1: x - w/2 + w, Y1: baseline + labelDescent - 1}
 }
