@@ -44,16 +44,15 @@ type Edge struct {
 	LabelY   int
 	Label    string // rate and error share
 	Label2   string // p99, and the breaker when it is not closed
-	// Box is the room the labels take (labels.go); Under1 and Under2 are
-	// drawn under each line of text, so that no other path runs through
-	// it (the edge's own runs between them).
-	Box            box
-	Under1, Under2 box
-	Class          string // ok, warn, bad, down or idle
-	Rate           float64
-	ErrorShare     float64
-	P99            string
-	Breaker        string
+	// Under is SVG path data drawn under each line of the labels, so that
+	// no other edge's path runs through their text (the edge's own runs
+	// between the lines): labels.go.
+	Under      string
+	Class      string // ok, warn, bad, down or idle
+	Rate       float64
+	ErrorShare float64
+	P99        string
+	Breaker    string
 	// Traces are the edge's latest traces, newest first; Anchor names the
 	// edge's place on its page.
 	Traces  []RecentTrace

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -39,10 +40,6 @@ var (
 
 // box is a rectangle in the graph's coordinates: [X0, X1) × [Y0, Y1).
 type box struct{ X0, Y0, X1, Y1 int }
-
-// W and H are its width and height.
-func (b box) W() int { return b.X1 - b.X0 }
-func (b box) H() int { return b.Y1 - b.Y0 }
 
 func (b box) overlaps(o box) bool { return b.X0 < o.X1 && o.X0 < b.X1 && b.Y0 < o.Y1 && o.Y0 < b.Y1 }
 
@@ -119,19 +116,21 @@ func (l *labeller) place(e *Edge, c bezier, ts []float64) box {
 }
 
 func (l *labeller) take(e *Edge, x, y int, b box) box {
-	e.LabelX, e.LabelY, e.Box = x, y-labelAbove, b
-	e.Under1 = underText(e.Label, x, e.LabelY)
+	e.LabelX, e.LabelY = x, y-labelAbove
+	e.Under = underText(e.Label, x, e.LabelY)
 	if e.Label2 != "" {
-		e.Under2 = underText(e.Label2, x, e.LabelY+labelAbove+labelBelow)
+		e.Under += underText(e.Label2, x, e.LabelY+labelAbove+labelBelow)
 	}
 	l.taken = append(l.taken, b)
 	return b
 }
 
-// underText is the room under one line of label text whose baseline is at
-// (x, baseline): about as wide as the text is drawn, less than the room
-// kept for it.
-func underText(text string, x, baseline int) box {
+// underText is SVG path data of the room under one line of label text
+// whose baseline is at (x, baseline): about as wide as the text is drawn,
+// less than the room kept for it.
+func underText(text string, x, baseline int) string {
 	w := utf8.RuneCountInString(text)*(labelCharW-1) + 4
-	return box{X0: x - w/2, Y0: baseline - labelAscent + 1, X1: x - w/2 + w, Y1: baseline + labelDescent - 1}
+	h := labelAscent + labelDescent - 2
+	return "M" + strconv.Itoa(x-w/2) + "," + strconv.Itoa(baseline-labelAscent+1) +
+		"h" + strconv.Itoa(w) + "v" + strconv.Itoa(h) + "h" + strconv.Itoa(-w) + "z"
 }
