@@ -22,6 +22,7 @@ type waterfall struct {
 
 type waterfallRow struct {
 	ID, Label, State string
+	Class            string // the bar's colour: the state, or failed, or resolved (fates.class)
 	Depth            int
 	Y, LabelX        int
 	X, W             int // the bar
@@ -55,6 +56,11 @@ func newWaterfall(roots []*records.TraceNode) waterfall {
 	for _, n := range roots {
 		walk(n, 0)
 	}
+	all := make([]record.Record, len(items))
+	for i, it := range items {
+		all[i] = it.r
+	}
+	f := newFates(all)
 	var w waterfall
 	if len(items) > maxBars {
 		w.Dropped, items = len(items)-maxBars, items[:maxBars]
@@ -79,10 +85,10 @@ func newWaterfall(roots []*records.TraceNode) waterfall {
 	for i, it := range items {
 		r := it.r
 		row := waterfallRow{ID: r.ID, Label: string(r.Side) + " " + r.From + "→" + r.To + " " + r.Method + " " + r.Target,
-			State: string(r.State), Depth: it.depth, Y: (i + 1) * rowHeight, LabelX: 6 + 12*min(it.depth, 12)}
+			State: string(r.State), Class: f.class(&r), Depth: it.depth, Y: (i + 1) * rowHeight, LabelX: 6 + 12*min(it.depth, 12)}
 		row.X = barsLeft + int(float64(barsWidth)*float64(r.Created.Sub(start))/float64(span))
 		row.W = max(2, int(float64(barsWidth)*float64(latency(r))/float64(span)))
-		row.Marks, row.MarkX = marks(r), row.X+row.W+6
+		row.Marks, row.MarkX = marks(&r, f), row.X+row.W+6
 		row.Title = row.Label + ": " + string(r.State) + ", " + strconv.FormatFloat(r.Latency, 'f', 1, 64) + " ms"
 		if len(row.Label) > 44 {
 			row.Label = row.Label[:43] + "…"
@@ -96,17 +102,19 @@ func latency(r record.Record) time.Duration {
 	return time.Duration(r.Latency * float64(time.Millisecond))
 }
 
-// marks says what happened to a record, in the words the bars show.
-func marks(r record.Record) []string {
+// marks says what happened to a record, in the words the bars show: where
+// its chain stopped and whether that was resolved (fates), then retries,
+// the journal, a gate, a compensation, side effects.
+func marks(r *record.Record, f fates) []string {
 	var m []string
-	switch {
-	case r.State == record.Dead && r.ResolvedBy != "":
-		m = append(m, "dead letter, resolved")
-	case r.State == record.Dead:
-		m = append(m, "stopped here")
+	if s := f.of[r.ID].mark(); s != "" {
+		m = append(m, s)
 	}
-	if r.StoppedAt != "" {
+	switch f.stoppedBelow(r) {
+	case fateStopped:
 		m = append(m, "chain stopped below")
+	case fateResolved:
+		m = append(m, "chain stopped below, resolved")
 	}
 	if r.Attempts > 1 {
 		m = append(m, "retried ×"+strconv.Itoa(r.Attempts-1))
@@ -131,28 +139,44 @@ func marks(r record.Record) []string {
 	return m
 }
 
-// traceGraph draws the agents on a trace and the handoffs between them
-// (its egress records), each edge marked with what happened on it: a dead
-// letter standing (down), one resolved, retries, a gate.
+// traceGraph draws the agents on a trace and the handoffs between them:
+// its delegation records, and the receipts with none above them in the
+// trace (from a sender that runs no Baton). Each edge is marked with what
+// happened on it: a stop standing (red, dashed: stopped here), a chain
+// stopped below it or a dead letter superseded by a newer one (red), a
+// stop resolved since (amber: dead letter, resolved), retries, a gate; each agent with the handoffs it received and
+// how many of them it failed.
 func traceGraph(recs []record.Record) mesh.Graph {
+	f := newFates(recs)
 	type edge struct {
-		n, dead, resolved, retried, held int
+		n, stopped, resolved, superseded, resumed, below, belowResolved, retried, held int
 	}
-	agents := map[string]int{} // records received
+	type agent struct{ received, failed int }
+	agents := map[string]*agent{}
+	see := func(name string) *agent {
+		a := agents[name]
+		if a == nil {
+			a = &agent{}
+			agents[name] = a
+		}
+		return a
+	}
 	edges := map[[2]string]*edge{}
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		if r.From == "" || r.To == "" {
 			continue
 		}
-		if _, ok := agents[r.From]; !ok {
-			agents[r.From] = 0
-		}
+		see(r.From)
+		to := see(r.To)
 		if r.Side == record.Ingress {
-			agents[r.To]++
-			continue
-		}
-		if _, ok := agents[r.To]; !ok {
-			agents[r.To] = 0
+			to.received++
+			if r.State == record.Failed {
+				to.failed++
+			}
+			if f.byID[r.ParentID] != nil {
+				continue // its handoff is drawn by its delegation record
+			}
 		}
 		e := edges[[2]string{r.From, r.To}]
 		if e == nil {
@@ -160,11 +184,21 @@ func traceGraph(recs []record.Record) mesh.Graph {
 			edges[[2]string{r.From, r.To}] = e
 		}
 		e.n++
-		switch {
-		case r.State == record.Dead && r.ResolvedBy == "":
-			e.dead++
-		case r.State == record.Dead:
+		switch f.of[r.ID] {
+		case fateStopped:
+			e.stopped++
+		case fateResolved:
 			e.resolved++
+		case fateSuperseded:
+			e.superseded++
+		case fateResumed:
+			e.resumed++
+		}
+		switch f.stoppedBelow(r) {
+		case fateStopped:
+			e.below++
+		case fateResolved:
+			e.belowResolved++
 		}
 		if r.Attempts > 1 {
 			e.retried++
@@ -174,19 +208,43 @@ func traceGraph(recs []record.Record) mesh.Graph {
 		}
 	}
 	nodes := make([]mesh.Node, 0, len(agents))
-	for a, n := range agents {
-		nodes = append(nodes, mesh.Node{Agent: a, Announced: true, Sub: strconv.Itoa(n) + " received"})
+	for name, a := range agents {
+		sub := strconv.Itoa(a.received) + " received"
+		if a.failed > 0 {
+			sub += ", " + strconv.Itoa(a.failed) + " failed"
+		}
+		nodes = append(nodes, mesh.Node{Agent: name, Announced: true, Sub: sub})
 	}
 	es := make([]mesh.Edge, 0, len(edges))
 	for k, e := range edges {
 		me := mesh.Edge{From: k[0], To: k[1], Class: "ok", Label: strconv.Itoa(e.n) + " handoff(s)"}
 		var marks []string
-		if e.dead > 0 {
+		switch {
+		case e.stopped > 0:
 			me.Class = "down"
+		case e.below > 0 || e.superseded > 0:
+			me.Class = "bad"
+		}
+		if e.stopped > 0 {
 			marks = append(marks, "stopped here")
 		}
-		if e.resolved > 0 {
-			marks = append(marks, strconv.Itoa(e.resolved)+" resolved")
+		if e.below > 0 {
+			marks = append(marks, "chain stopped below")
+		}
+		switch {
+		case e.resolved == 1:
+			marks = append(marks, "dead letter, resolved")
+		case e.resolved > 1:
+			marks = append(marks, strconv.Itoa(e.resolved)+" dead letters, resolved")
+		}
+		if e.superseded > 0 {
+			marks = append(marks, "dead letter, superseded")
+		}
+		if e.resumed > 0 {
+			marks = append(marks, "resumed")
+		}
+		if e.belowResolved > 0 {
+			marks = append(marks, "stopped below, resolved") // short: it fits between two columns
 		}
 		if e.retried > 0 {
 			marks = append(marks, "retried")

@@ -4,7 +4,10 @@
 // (rate, error share, p99, breaker state) and latest traces. Each Baton writes its
 // announcement every AnnounceEvery with an expiry of three times that, so a
 // Baton that stops drops out within Expiry; List reads them all, and Layout
-// draws the agents as a graph, by the depth at which they receive handoffs.
+// draws the agents as a graph, by the depth at which they receive handoffs,
+// with a node per external destination they fetch from (MaxExternal per
+// agent; the rest as one, other external). Draw places each edge's labels
+// on its own path where they cover no other label and no node.
 //
 // It owns the store keys mesh/batons (an index by last sign of life) and
 // mesh/baton/ID. It uses state, edgehealth (the figures, read from the

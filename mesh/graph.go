@@ -19,7 +19,7 @@ type Graph struct {
 }
 
 // Node is one agent: its Batons (replicas), or none when only an edge
-// names it.
+// names it; or an external destination its agents fetch from.
 type Node struct {
 	Agent     string
 	Label     string // the agent's name, shortened to fit its box
@@ -29,18 +29,25 @@ type Node struct {
 	W, H      int
 	Batons    []Announcement
 	Announced bool
-	Depth     int
+	// External marks an external destination (a web site, a model API):
+	// Agent is then its edges' "to" label (ExternalPrefix and its name).
+	External bool
+	Depth    int
 }
 
 // Edge is the edge from one agent to another, with its figures summed
 // over the sender's Batons.
 type Edge struct {
-	From, To   string
-	Path       string // SVG path data
-	LabelX     int
-	LabelY     int
-	Label      string // rate and error share
-	Label2     string // p99, and the breaker when it is not closed
+	From, To string
+	Path     string // SVG path data
+	LabelX   int
+	LabelY   int
+	Label    string // rate and error share
+	Label2   string // p99, and the breaker when it is not closed
+	// Under is SVG path data drawn under each line of the labels, so that
+	// no other edge's path runs through their text (the edge's own runs
+	// between the lines): labels.go.
+	Under      string
 	Class      string // ok, warn, bad, down or idle
 	Rate       float64
 	ErrorShare float64
@@ -67,74 +74,20 @@ const (
 	margin       = 30
 )
 
-// Layout draws the mesh of the Batons announced.
-func Layout(batons []Announcement) Graph {
-	byAgent := map[string]*Node{}
-	node := func(agent string) *Node {
-		n := byAgent[agent]
-		if n == nil {
-			n = &Node{Agent: agent}
-			byAgent[agent] = n
-		}
-		return n
-	}
-	type key struct{ from, to string }
-	edges := map[key]*Edge{}
-	for _, a := range batons {
-		n := node(a.Agent)
-		n.Batons, n.Announced = append(n.Batons, a), true
-		for _, f := range a.Edges {
-			node(f.To)
-			k := key{a.Agent, f.To}
-			e := edges[k]
-			if e == nil {
-				e = &Edge{From: a.Agent, To: f.To, P99: f.P99, Breaker: f.Breaker}
-				edges[k] = e
-			}
-			r, _ := strconv.ParseFloat(f.Rate, 64)
-			if r > e.busiest { // the p99 shown: the busiest replica's
-				e.busiest, e.P99 = r, f.P99
-			}
-			e.Rate += r
-			e.ErrorShare = max(e.ErrorShare, f.Errors)
-			e.Traces = append(e.Traces, f.Traces...)
-			if worse(f.Breaker, e.Breaker) {
-				e.Breaker = f.Breaker
-			}
-		}
-	}
-	nodes := make([]Node, 0, len(byAgent))
-	for _, n := range byAgent {
-		switch {
-		case !n.Announced:
-			n.Sub = "not announced"
-		case len(n.Batons) == 1:
-			n.Sub, n.Link = "1 Baton", "http://"+n.Batons[0].Admin+"/console/"
-		default:
-			n.Sub, n.Link = strconv.Itoa(len(n.Batons))+" Batons", "http://"+n.Batons[0].Admin+"/console/"
-		}
-		nodes = append(nodes, *n)
-	}
-	es := make([]Edge, 0, len(edges))
-	for _, e := range edges {
-		sort.SliceStable(e.Traces, func(i, j int) bool { return e.Traces[i].At.After(e.Traces[j].At) })
-		if len(e.Traces) > recentTraces {
-			e.Traces = e.Traces[:recentTraces]
-		}
-		e.Class = healthClass(*e)
-		e.Label, e.Label2 = edgeLabels(*e)
-		es = append(es, *e)
-	}
-	return Draw(nodes, es)
-}
-
 // Draw places nodes (by agent name) in columns by the depth at which they
 // receive the edges' handoffs, and routes the edges between them; each
-// edge's class and labels are the caller's. At most MaxNodes nodes and
+// edge's class and labels are the caller's. Each edge's labels go on a
+// point of its own path where they meet no other label and no node
+// (labels.go); columns spread for long labels. At most MaxNodes nodes and
 // MaxEdges edges are drawn.
 func Draw(nodes []Node, edges []Edge) Graph {
 	var g Graph
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Agent < nodes[j].Agent })
+	sort.Slice(nodes, func(i, j int) bool { // agents first, then external destinations, by name
+		if nodes[i].External != nodes[j].External {
+			return !nodes[i].External
+		}
+		return nodes[i].Agent < nodes[j].Agent
+	})
 	if len(nodes) > MaxNodes {
 		g.Dropped += len(nodes) - MaxNodes
 		nodes = nodes[:MaxNodes]
@@ -188,21 +141,44 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			walk()
 		}
 	}
+	// Columns as far apart as the widest label between two of them needs;
+	// where edges fan out, room for two side by side, so that each label
+	// can sit on its own edge towards its own end, where the paths part.
+	gap := colGap
+	for _, e := range edges {
+		if byAgent[e.From] != nil && byAgent[e.To] != nil && depth[e.To] > depth[e.From] {
+			room := labelWidth(&e) + 2*nodeClear
+			if len(out[e.From]) > 1 || in[e.To] > 1 {
+				room *= 2
+			}
+			gap = max(gap, min(nodeW+room, maxColGap))
+		}
+	}
 	rows := map[int]int{}
 	cols, maxRows := 0, 0
 	for _, a := range order {
 		n := byAgent[a]
 		n.Depth = depth[a]
-		n.Label = shorten(a, 20)
+		if n.Label == "" {
+			n.Label = shorten(a, 20)
+		}
 		n.W, n.H = nodeW, nodeH
-		n.X = margin + n.Depth*colGap
+		n.X = margin + n.Depth*gap
 		n.Y = margin + rows[n.Depth]*rowGap
 		rows[n.Depth]++
 		cols, maxRows = max(cols, n.Depth+1), max(maxRows, rows[n.Depth])
 		g.Nodes = append(g.Nodes, *n)
 	}
-	g.Width = 2*margin + (cols-1)*colGap + nodeW
+	g.Width = 2*margin + (cols-1)*gap + nodeW
 	g.Height = 2*margin + (maxRows-1)*rowGap + nodeH + 20
+	labels := newLabeller(g.Nodes)
+	outs, ins := map[string]int{}, map[string]int{}
+	for _, e := range edges {
+		if byAgent[e.From] != nil && byAgent[e.To] != nil {
+			outs[e.From]++
+			ins[e.To]++
+		}
+	}
 	for _, e := range edges {
 		a, b := byAgent[e.From], byAgent[e.To]
 		if a == nil || b == nil {
@@ -213,23 +189,38 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			continue
 		}
 		e.Anchor = "edge-" + strconv.Itoa(len(g.Edges))
-		x1, y1 := a.X+a.W, a.Y+a.H/2
-		x2, y2 := b.X, b.Y+b.H/2
-		if b.Depth <= a.Depth { // back or sideways: around, below
-			x1, x2 = a.X+a.W/2, b.X+b.W/2
-			y1, y2 = a.Y+a.H, b.Y+b.H
-			dip := max(y1, y2) + rowGap/2
-			e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, x1, dip, x2, dip, x2, y2)
-			e.LabelX, e.LabelY = (x1+x2)/2, dip-8
-			g.Height = max(g.Height, dip+margin)
-		} else {
-			mx := (x1 + x2) / 2
-			e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x1, y1, mx, y1, mx, y2, x2, y2)
-			e.LabelX, e.LabelY = mx, (y1+y2)/2-6
+		c := route(a, b)
+		e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", int(c[0][0]), int(c[0][1]), int(c[1][0]), int(c[1][1]),
+			int(c[2][0]), int(c[2][1]), int(c[3][0]), int(c[3][1]))
+		g.Height = max(g.Height, int(c[1][1])+margin)
+		ts := labelTs
+		switch {
+		case outs[e.From] > 1 && ins[e.To] == 1:
+			ts = labelTsOut
+		case ins[e.To] > 1 && outs[e.From] == 1:
+			ts = labelTsInto
 		}
+		lb := labels.place(&e, c, ts)
+		g.Width, g.Height = max(g.Width, lb.X1+margin), max(g.Height, lb.Y1+margin)
 		g.Edges = append(g.Edges, e)
 	}
 	return g
+}
+
+// route is the path of an edge from a to b: from a's right side to b's
+// left side when b is in a later column; from a's bottom round below to
+// b's bottom when it is not (back or sideways).
+func route(a, b *Node) bezier {
+	if b.Depth <= a.Depth {
+		x1, x2 := float64(a.X+a.W/2), float64(b.X+b.W/2)
+		y1, y2 := float64(a.Y+a.H), float64(b.Y+b.H)
+		dip := max(y1, y2) + rowGap/2
+		return bezier{{x1, y1}, {x1, dip}, {x2, dip}, {x2, y2}}
+	}
+	x1, y1 := float64(a.X+a.W), float64(a.Y+a.H/2)
+	x2, y2 := float64(b.X), float64(b.Y+b.H/2)
+	mx := float64(int(x1+x2) / 2)
+	return bezier{{x1, y1}, {mx, y1}, {mx, y2}, {x2, y2}}
 }
 
 // worse reports whether breaker state a is worse than b.

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -70,5 +71,73 @@ func TestLayoutCaps(t *testing.T) {
 	g := Layout(batons)
 	if len(g.Nodes) != MaxNodes || g.Dropped != 50 {
 		t.Errorf("%d nodes, %d dropped; want %d and 50", len(g.Nodes), g.Dropped, MaxNodes)
+	}
+}
+
+// TestLayoutExternals: each external destination an agent fetches from is
+// a node of its own, named by its route or host:port and shared by the
+// agents that fetch from it, with its edges' figures summed over their
+// Batons; past MaxExternal per agent, the quietest are drawn as one edge
+// to "other external", with what the Baton itself counted there.
+func TestLayoutExternals(t *testing.T) {
+	t.Parallel()
+	ext := func(name, rate string) EdgeFigures {
+		return EdgeFigures{To: ExternalPrefix + name, Rate: rate, P99: "100ms", Breaker: "-"}
+	}
+	var many []EdgeFigures
+	for i := range MaxExternal + 3 {
+		many = append(many, ext(fmt.Sprintf("h%02d.example.com:443", i), fmt.Sprintf("%d.0", 20-i)))
+	}
+	many = append(many, ext("openai", "0.5"), EdgeFigures{To: OtherExternal, Rate: "0.25"})
+	batons := []Announcement{
+		{ID: "1", Agent: "planner", Edges: []EdgeFigures{ext("openai", "2.0"), ext("api.search.dev:443", "1.0"),
+			{To: "writer", Rate: "1.0", Breaker: "closed"}}},
+		{ID: "2", Agent: "planner", Edges: []EdgeFigures{ext("openai", "1.0")}},
+		{ID: "3", Agent: "writer", Edges: many},
+	}
+	g := Layout(batons)
+	nodes := map[string]Node{}
+	for _, n := range g.Nodes {
+		nodes[n.Agent] = n
+	}
+	externals := 0
+	for _, n := range g.Nodes {
+		if n.External {
+			externals++
+			if n.Sub != "external" || n.Link != "" {
+				t.Errorf("external node %s: sub %q, link %q", n.Agent, n.Sub, n.Link)
+			}
+		}
+	}
+	// openai, api.search.dev:443, writer's eight busiest and other external.
+	if externals != 2+MaxExternal+1 {
+		t.Errorf("%d external nodes, want %d", externals, 2+MaxExternal+1)
+	}
+	if n := nodes[ExternalPrefix+"openai"]; !n.External || n.Label != "openai" || n.Depth != 1 {
+		t.Errorf("openai is drawn as %+v", n)
+	}
+	if n := nodes[OtherExternal]; !n.External || n.Label != "other external" {
+		t.Errorf("other external is drawn as %+v", n)
+	}
+	if n := nodes["writer"]; n.External || !n.Announced {
+		t.Errorf("writer is drawn as %+v", n)
+	}
+	edges := map[string]Edge{}
+	for _, e := range g.Edges {
+		edges[e.From+"→"+e.To] = e
+	}
+	if e := edges["planner→_external:openai"]; e.Rate != 3 || e.Label != "3.0/s · 0.0% err" {
+		t.Errorf("planner→openai summed over its Batons as %+v", e)
+	}
+	if _, ok := edges["writer→_external:openai"]; ok {
+		t.Error("writer's quietest destination is drawn on its own")
+	}
+	// Merged: h08..h10 (12 + 11 + 10), openai (0.5) and what the Baton
+	// counted together (0.25).
+	if e := edges["writer→_external"]; e.Rate != 33.75 {
+		t.Errorf("writer→other external: %.2f/s, want 33.75", e.Rate)
+	}
+	if _, ok := edges["writer→_external:h07.example.com:443"]; !ok {
+		t.Error("writer's eighth busiest destination is not drawn on its own")
 	}
 }

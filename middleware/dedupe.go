@@ -316,9 +316,18 @@ func (d *dedupe) duplicate(w http.ResponseWriter, r *http.Request, in *Info, fp 
 
 // a2aFailure reports an A2A agent's failure inside an answer the window
 // would otherwise keep (a2a_outcome.go): released like a 5xx, so that the
-// chain re-sent runs the step again.
+// chain re-sent runs the step again. A failed answer to a send (a stream's
+// included, which the ingress proxy does not read ahead) marks the
+// handoff's receipt failed (AgentFailed).
 func a2aFailure(in *Info, cw *captureWriter) bool {
-	return in.RPC != nil && in.RPC.MCP == nil && !cw.over && A2AFailed(cw.body.Bytes(), cw.header.Get("Content-Type"))
+	if in.AgentFailed {
+		return true
+	}
+	failed := in.RPC != nil && in.RPC.MCP == nil && !cw.over && A2AFailed(cw.body.Bytes(), cw.header.Get("Content-Type"))
+	if failed && A2ASendMethod(in.RPC.Method) {
+		in.AgentFailed = true
+	}
+	return failed
 }
 
 // dedupeKey scopes a key by (sender, edge) and hashes it to a fixed length;

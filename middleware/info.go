@@ -49,10 +49,11 @@ type Info struct {
 	// peer; at ingress From is the sending agent and To the local agent.
 	From, To string
 	// External is the host:port of a non-agent destination at egress; when
-	// set the request is an external fetch, not a handoff. Route names the
-	// base-URL route it came by, if any.
+	// set the request is an external fetch, not a handoff.
 	External string
-	Route    string
+	// Route names the base-URL route (external.routes) whose upstream
+	// External is, when it is one's: the destination's name in metrics.
+	Route string
 	// Target is where the request is forwarded.
 	Target *url.URL
 	// MaxHops is the hop limit of the edge.
@@ -89,6 +90,10 @@ type Info struct {
 	// the agent stopped when its failure answer carries it upstream (retry
 	// pushback).
 	StoppedAt string
+	// AgentFailed reports, at ingress, an answer in which the agent says,
+	// inside a 2xx, that it failed: an A2A failed task or a JSON-RPC
+	// internal error to an A2A send (A2AFailed). Its receipt is failed.
+	AgentFailed bool
 	// KeyMismatch reports an answer replayed from the dedupe window for a
 	// positional key whose first request had a different body.
 	KeyMismatch bool
@@ -176,6 +181,15 @@ func (i *Info) SenderRunsNoBaton() bool { return i.From == "" || i.Caller != nil
 // Handoff reports whether the request is a handoff between agents (as
 // opposed to an external fetch).
 func (i *Info) Handoff() bool { return i.External == "" }
+
+// ExternalName names an external fetch's destination: its route's name,
+// else its host:port ("" for a handoff).
+func (i *Info) ExternalName() string {
+	if i.Route != "" {
+		return i.Route
+	}
+	return i.External
+}
 
 // Edge renders the edge as "from→to", or "agent→host:port" for an external
 // fetch.

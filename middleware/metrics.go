@@ -93,7 +93,11 @@ type Metrics struct {
 	mu      sync.Mutex // serialises adding edges and stores
 	edges   atomic.Pointer[map[edgeKey]*Edge]
 	dynamic int
-	stores  atomic.Pointer[[]*StoreSeries]
+	// externals finds an external destination's edge by its name, without
+	// the lock; named counts those labelled by name (maxExternalEdges).
+	externals atomic.Pointer[map[externalKey]*Edge]
+	named     int
+	stores    atomic.Pointer[[]*StoreSeries]
 }
 
 // The histograms recorded per edge, in Metrics.edgeHists and Edge.hists.
@@ -155,6 +159,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	}
 	edges := map[edgeKey]*Edge{}
 	m.edges.Store(&edges)
+	m.externals.Store(&map[externalKey]*Edge{})
 	m.stores.Store(&[]*StoreSeries{})
 	if _, err := mt.RegisterCallback(m.observeCounters, m.requests, m.retries, m.uncorrelated, m.correlation, m.dedupe,
 		m.violations, m.sigFailures, m.denials, m.untrusted, m.injections, m.deadLetters, m.transitions,

@@ -119,6 +119,11 @@ func (m *Metrics) Edge(side Side, from, to string) *Edge {
 func (m *Metrics) addEdge(k edgeKey, dynamic bool) *Edge {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.addEdgeLocked(k, dynamic)
+}
+
+// addEdgeLocked is addEdge with m.mu held.
+func (m *Metrics) addEdgeLocked(k edgeKey, dynamic bool) *Edge {
 	cur := *m.edges.Load()
 	if e := cur[k]; e != nil {
 		return e
@@ -144,8 +149,9 @@ func (m *Metrics) addEdge(k edgeKey, dynamic bool) *Edge {
 }
 
 // EdgeOf returns the labels of the request's edge: at egress from this
-// agent to the peer ("_external" for an external fetch, "_unknown" when the
-// request was refused before its destination was resolved), at ingress
+// agent to the peer (ExternalLabel of its name for an external fetch,
+// "_unknown" when the request was refused before its destination was
+// resolved), at ingress
 // from the sender ("_unknown" before HopGuard read it) to this agent.
 func (m *Metrics) EdgeOf(in *Info) *Edge {
 	if m == nil {
@@ -161,7 +167,7 @@ func (m *Metrics) EdgeOf(in *Info) *Edge {
 		k.from = in.Agent
 		switch {
 		case in.External != "":
-			k.to = LabelExternal
+			return m.externalEdge(in.Agent, in.ExternalName())
 		case in.To != "":
 			k.to = in.To
 		default:
@@ -212,4 +218,49 @@ func (m *Metrics) observeCounters(_ context.Context, o metric.Observer) error {
 		s.errs.observe(o, m.storeErrors)
 	}
 	return nil
+}
+
+// maxExternalEdges bounds the external destinations labelled by name; the
+// ones after are counted together, as "_external". maxExternalNames bounds
+// the destinations whose edge is found without the lock.
+const (
+	maxExternalEdges = 16
+	maxExternalNames = 256
+)
+
+// ExternalLabel is the "to" label of an external destination: "_external:"
+// and its name (its base-URL route's, else its host:port).
+func ExternalLabel(name string) string { return LabelExternal + ":" + name }
+
+type externalKey struct{ agent, name string }
+
+// externalEdge returns the edge of an external fetch from agent to the
+// destination name: its own for the first maxExternalEdges destinations,
+// the "_external" one for the rest.
+func (m *Metrics) externalEdge(agent, name string) *Edge {
+	k := externalKey{agent, name}
+	if e := (*m.externals.Load())[k]; e != nil {
+		return e
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := *m.externals.Load()
+	if e := cur[k]; e != nil {
+		return e
+	}
+	to := LabelExternal
+	if m.named < maxExternalEdges {
+		to = ExternalLabel(name)
+		m.named++
+	}
+	e := m.addEdgeLocked(edgeKey{side: Egress, from: agent, to: to}, false)
+	if len(cur) < maxExternalNames {
+		next := make(map[externalKey]*Edge, len(cur)+1)
+		for key, v := range cur {
+			next[key] = v
+		}
+		next[k] = e
+		m.externals.Store(&next)
+	}
+	return e
 }

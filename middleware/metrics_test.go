@@ -141,7 +141,7 @@ func TestMeasureOutcomes(t *testing.T) {
 			fill: func(in *Info) {
 				in.From, in.External, in.Delivered, in.PolicyDenial = "analyst", "api.example.com:443", true, DenialDeniedAddress
 			},
-			edge: [2]string{"analyst", LabelExternal}, want: map[string]string{"outcome": "refused", "status_class": "4xx"},
+			edge: [2]string{"analyst", "_external:api.example.com:443"}, want: map[string]string{"outcome": "refused", "status_class": "4xx"},
 			also: map[string]map[string]string{"baton.policy.denials": {"reason": "denied_address"}}},
 		{name: "dead-lettered", side: Egress, agent: "analyst", status: 502,
 			fill: func(in *Info) { egress(in); in.Delivered, in.DeadLetter = true, "r-1" },
@@ -151,7 +151,12 @@ func TestMeasureOutcomes(t *testing.T) {
 			edge: [2]string{"analyst", "summarizer"}, want: map[string]string{"outcome": "failed", "status_class": "5xx"}},
 		{name: "external fetch", side: Egress, agent: "analyst", status: 200,
 			fill: func(in *Info) { in.From, in.External, in.Delivered = "analyst", "api.example.com:443", true },
-			edge: [2]string{"analyst", LabelExternal}, want: map[string]string{"outcome": "delivered", "status_class": "2xx"}},
+			edge: [2]string{"analyst", "_external:api.example.com:443"}, want: map[string]string{"outcome": "delivered", "status_class": "2xx"}},
+		{name: "external fetch through a route", side: Egress, agent: "analyst", status: 200,
+			fill: func(in *Info) {
+				in.From, in.External, in.Route, in.Delivered = "analyst", "api.openai.com:443", "openai", true
+			},
+			edge: [2]string{"analyst", "_external:openai"}, want: map[string]string{"outcome": "delivered", "status_class": "2xx"}},
 		{name: "refused before resolution", side: Egress, agent: "analyst", status: 403,
 			fill: func(in *Info) { in.PolicyDenial = DenialUnknownDestination },
 			edge: [2]string{"analyst", LabelUnknown}, want: map[string]string{"outcome": "refused"},
@@ -485,4 +490,33 @@ func TestMetricsNil(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
+}
+
+// TestExternalEdgesBounded: each external destination is an edge of its
+// own, named by its route or host:port, up to maxExternalEdges of them; the
+// ones after share "_external". Finding a destination's edge again costs no
+// allocation, past the bound too. (Not parallel: it counts allocations.)
+func TestExternalEdgesBounded(t *testing.T) {
+	f := newMeterFixture(t)
+	edgeTo := func(host, route string) *Edge {
+		return f.m.EdgeOf(&Info{Side: Egress, Agent: "analyst", External: host, Route: route})
+	}
+	if e := edgeTo("api.openai.com:443", "openai"); e.to != "_external:openai" {
+		t.Errorf("a route's destination is labelled %q", e.to)
+	}
+	for i := 1; i < maxExternalEdges+4; i++ {
+		host := fmt.Sprintf("h%d.example.com:443", i)
+		want := "_external:" + host
+		if i >= maxExternalEdges {
+			want = LabelExternal
+		}
+		if e := edgeTo(host, ""); e.to != want || e.from != "analyst" || e != edgeTo(host, "") {
+			t.Errorf("destination %d: %s→%s, want analyst→%s, the same edge each time", i, e.from, e.to, want)
+		}
+	}
+	in := &Info{Side: Egress, Agent: "analyst", External: "h3.example.com:443"}
+	late := &Info{Side: Egress, Agent: "analyst", External: fmt.Sprintf("h%d.example.com:443", maxExternalEdges+1)}
+	if n := testing.AllocsPerRun(100, func() { f.m.EdgeOf(in); f.m.EdgeOf(late) }); n != 0 {
+		t.Errorf("finding an external destination's edge allocates %.0f times", n)
+	}
 }

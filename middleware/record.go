@@ -4,8 +4,9 @@ package middleware
 // names the receipt (the handling Handle begins takes its id, so that the
 // agent's own handoffs point back to it), and after the response records the
 // outcome: delivered with the agent's status, replayed from the dedupe
-// window, or failed, and where the chain below stopped when the agent's
-// failure answer says so. The write is queued for the record book's
+// window, or failed (refused here, not answered, or answered with a
+// failure: a 5xx, or an A2A failed task inside a 2xx), and where the chain
+// below stopped when the agent's failure answer says so. The write is queued for the record book's
 // background flusher, off the response path. It sits after HopGuard (it
 // needs the sender and hop) and before Dedupe (so that a duplicate answered
 // from the window is recorded too). A store that refuses the write does not
@@ -99,6 +100,8 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 				rec.State, rec.Outcome = record.Failed, "refused by this Baton with "+strconv.Itoa(rec.Status)
 			case rec.Status >= 500:
 				rec.State, rec.Outcome = record.Failed, "the agent answered "+strconv.Itoa(rec.Status)
+			case in.AgentFailed:
+				rec.State, rec.Outcome = record.Failed, "the agent answered "+strconv.Itoa(rec.Status)+" with a failed A2A task"
 			default:
 				rec.State, rec.Outcome = record.Delivered, "delivered to the agent"
 			}

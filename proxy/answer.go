@@ -86,7 +86,8 @@ func echoKey(answer, request http.Header) {
 // answers 5xx (or, to an A2A message, a failed task) after one of its
 // handoffs was dead-lettered (or answered with a chain stopped below it),
 // the answer names that dead letter, so that the Batons above do not
-// dead-letter it again (retry pushback). A
+// dead-letter it again (retry pushback). An A2A failed task is noted for
+// the receipt (Info.AgentFailed), which then says the agent failed. A
 // caller without a Baton (the chain's entry) learns the key the handling
 // ran under, so that it can resume the chain by re-sending with it.
 func ingressAnswer(resp *http.Response) error {
@@ -96,10 +97,15 @@ func ingressAnswer(resp *http.Response) error {
 		return nil
 	}
 	in := middleware.InfoFromContext(resp.Request.Context())
-	if in == nil || in.Handling == nil {
+	if in == nil {
 		return nil
 	}
-	if dl := in.Handling.StoppedAt(); dl != "" && failedAnswer(in, resp) {
+	// The receipt says whether the agent failed inside a 2xx.
+	in.AgentFailed = in.RPC != nil && in.RPC.MCP == nil && a2aFailedAnswer(in.RPC.Method, resp)
+	if in.Handling == nil {
+		return nil
+	}
+	if dl := in.Handling.StoppedAt(); dl != "" && (resp.StatusCode >= 500 || in.AgentFailed) {
 		resp.Header.Set(middleware.HeaderDeadLetter, dl)
 		in.StoppedAt = dl
 	}
@@ -107,13 +113,4 @@ func ingressAnswer(resp *http.Response) error {
 		resp.Header.Set(middleware.HeaderIdempotencyKey, middleware.QuoteKey(in.Key))
 	}
 	return nil
-}
-
-// failedAnswer reports an agent's answer that is a failure: a 5xx, or to an
-// A2A message a failed task inside a 2xx (a2a_answer.go).
-func failedAnswer(in *middleware.Info, resp *http.Response) bool {
-	if resp.StatusCode >= 500 {
-		return true
-	}
-	return in.RPC != nil && in.RPC.MCP == nil && a2aFailedAnswer(in.RPC.Method, resp)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,11 +24,13 @@ import (
 
 // TestConsoleMeshInBrowser: four Batons on one Redis (a → b → c, and d in
 // a process of its own) announce themselves; a's console draws the mesh in
-// headless Chromium: a node per agent placed by depth, the edges a → b and
-// b → c with their last minute's figures, a table of the Batons, and an
-// agent name meant to run as markup left inert (an announcement forged in
-// the store). d, SIGKILLed, drops out
-// within the announcements' expiry.
+// headless Chromium: a node per agent placed by depth, a node per external
+// destination a fetches from (two hosts, and a base-URL route named by its
+// name), the edges with their last minute's figures and their labels
+// clear of each other and of the nodes (a fans out to four), a table of
+// the Batons, and an agent name meant to run as markup left inert (an
+// announcement forged in the store). d, SIGKILLed, drops out within the
+// announcements' expiry.
 func TestConsoleMeshInBrowser(t *testing.T) {
 	t.Parallel()
 	url := redistest.Shared(t)
@@ -39,8 +43,17 @@ func TestConsoleMeshInBrowser(t *testing.T) {
 	c := startBatonWith(t, "agent: c\nupstream: "+agent.URL+"\n"+store+"edges: [{from: b}]\n", nil, prometheusMetrics(t))
 	b := startBatonWith(t, "agent: b\nupstream: "+agent.URL+"\n"+store+
 		"peers: {c: {url: 'http://"+c.IngressAddr()+"'}}\nedges: [{from: a}, {to: c}]\n", nil, prometheusMetrics(t))
+	// Three external destinations of a's: two hosts, and one behind a route.
+	var sites [3]*httptest.Server
+	for i := range sites {
+		sites[i] = httptestServer(got.handler(200, `{"ok":true}`))
+		t.Cleanup(sites[i].Close)
+	}
+	host := func(i int) string { return sites[i].Listener.Addr().String() }
 	a := startBatonWith(t, "agent: a\nupstream: "+agent.URL+"\nadmin_token: "+consoleToken+"\n"+store+
-		"peers: {b: {url: 'http://"+b.IngressAddr()+"'}}\nedges: [{to: b}]\n", nil, prometheusMetrics(t))
+		"peers: {b: {url: 'http://"+b.IngressAddr()+"'}}\nedges: [{to: b}]\n"+
+		"external: {allow: ['"+host(0)+"', '"+host(1)+"'], routes: [{name: search, url: '"+sites[2].URL+"/'}]}\n",
+		nil, prometheusMetrics(t))
 	d := startChild(t, holderConfig(agent.URL, "127.0.0.1:0", url, prefix, ""))
 
 	// Traffic on a → b and b → c, then two announcements of each.
@@ -51,6 +64,14 @@ func TestConsoleMeshInBrowser(t *testing.T) {
 		if resp := send(t, b.EgressAddr(), "c", "POST", "/work", `{"task":"t"}`, nil); resp.StatusCode != 200 {
 			t.Fatalf("b → c: %d", resp.StatusCode)
 		}
+		for _, h := range []string{host(0), host(1)} {
+			if resp := send(t, a.EgressAddr(), h, "GET", "/page", "", nil); resp.StatusCode != 200 {
+				t.Fatalf("a → %s: %d", h, resp.StatusCode)
+			}
+		}
+		if resp := send(t, a.EgressAddr(), a.EgressAddr(), "POST", "/search/q", `{"q":"t"}`, nil); resp.StatusCode != 200 {
+			t.Fatalf("a → search: %d", resp.StatusCode)
+		}
 	}
 	time.Sleep(mesh.AnnounceEvery + time.Second)
 	br := newBrowser(t)
@@ -60,7 +81,7 @@ func TestConsoleMeshInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("nav")))
 	br.do("the mesh page", chromedp.Navigate(admin+"/console/mesh"), chromedp.WaitVisible(chromedp.CSS("figure.mesh svg")))
 	nodes := run(br, "the nodes", chromedp.Evaluate[[]string](
-		`[...document.querySelectorAll("svg g.node")].map(g => g.dataset.agent + "@" + g.querySelector("rect").getAttribute("x"))`))
+		`[...document.querySelectorAll("svg g.node:not(.external)")].map(g => g.dataset.agent + "@" + g.querySelector("rect").getAttribute("x"))`))
 	x := map[string]int{}
 	for _, n := range nodes {
 		agent, at, _ := strings.Cut(n, "@")
@@ -69,19 +90,57 @@ func TestConsoleMeshInBrowser(t *testing.T) {
 	if len(x) != 4 || !(x["a"] < x["b"] && x["b"] < x["c"]) || x["summarizer"] != x["a"] {
 		t.Errorf("nodes and their columns %v: want a, b, c in depth order and d (agent summarizer) in the first column", nodes)
 	}
+	externals := run(br, "the external nodes", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("svg g.node.external")].map(g => g.dataset.agent + " " + g.querySelector("text.agent").textContent + " @" + g.querySelector("rect").getAttribute("x"))`))
+	wantExternals := []string{
+		"_external:" + host(0) + " " + host(0) + " @" + strconv.Itoa(x["b"]),
+		"_external:" + host(1) + " " + host(1) + " @" + strconv.Itoa(x["b"]),
+		"_external:search search @" + strconv.Itoa(x["b"]),
+	}
+	slices.Sort(wantExternals)
+	if strings.Join(externals, "\n") != strings.Join(wantExternals, "\n") {
+		t.Errorf("external nodes:\n%s\nwant, each its own, beside b:\n%s", strings.Join(externals, "\n"), strings.Join(wantExternals, "\n"))
+	}
 	edges := run(br, "the edges", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll("svg g.edge")].map(g => g.dataset.from + "→" + g.dataset.to + " " + g.getAttribute("class") + " " + g.querySelector("text").textContent)`))
-	if len(edges) != 2 || !strings.HasPrefix(edges[0], "a→b edge ok ") || !strings.HasPrefix(edges[1], "b→c edge ok ") ||
-		!strings.Contains(edges[0], "/s · 0.0% err") {
-		t.Errorf("edges %q: want a→b and b→c, healthy, with their figures", edges)
+	byEdge := map[string]string{}
+	for _, e := range edges {
+		k, v, _ := strings.Cut(e, " ")
+		byEdge[k] = v
+	}
+	for _, k := range []string{"a→b", "b→c", "a→_external:" + host(0), "a→_external:" + host(1), "a→_external:search"} {
+		if !strings.HasPrefix(byEdge[k], "edge ok ") || !strings.Contains(byEdge[k], "/s · 0.0% err") {
+			t.Errorf("edge %s is %q: want it healthy, with its figures", k, byEdge[k])
+		}
+	}
+	if len(edges) != 5 {
+		t.Errorf("edges %q: want a→b, b→c and a's three external ones", edges)
+	}
+	// The labels as Chromium lays them out: no two edges' meet, and none
+	// covers a node.
+	overlaps := run(br, "the labels' boxes", chromedp.Evaluate[[]string](`(() => {
+		const box = els => els.map(e => e.getBBox()).reduce((u, b) => ({x0: Math.min(u.x0, b.x), y0: Math.min(u.y0, b.y),
+			x1: Math.max(u.x1, b.x + b.width), y1: Math.max(u.y1, b.y + b.height)}), {x0: 1e9, y0: 1e9, x1: -1e9, y1: -1e9});
+		const meet = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+		const labels = [...document.querySelectorAll("figure.mesh g.edge")].map(g => [g.dataset.from + "→" + g.dataset.to, box([...g.querySelectorAll("text")])]);
+		const nodes = [...document.querySelectorAll("figure.mesh g.node")].map(g => [g.dataset.agent, box([g.querySelector("rect")])]);
+		const out = [];
+		labels.forEach(([n, b], i) => {
+			labels.slice(i + 1).forEach(([m, c]) => { if (meet(b, c)) out.push(n + " meets " + m) });
+			nodes.forEach(([m, c]) => { if (meet(b, c)) out.push(n + " covers " + m) });
+		});
+		return out;
+	})()`))
+	if len(overlaps) > 0 {
+		t.Errorf("edge labels overlap: %q", overlaps)
 	}
 	if rows := run(br, "the Batons' table", chromedp.Evaluate[int](`document.querySelectorAll("tr.baton").length`)); rows != 4 {
 		t.Errorf("%d Batons listed, want 4", rows)
 	}
 	// Each edge leads to its latest traces, which lead to their pages.
-	links := run(br, "the edges' links", chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg g.edge a")].map(a => a.getAttribute("href"))`))
-	traces := run(br, "a→b's traces", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#edge-0 li a")].map(a => a.getAttribute("href"))`))
-	if strings.Join(links, " ") != "#edge-0 #edge-1" || len(traces) != 6 {
+	links := run(br, "the edges' links", chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg g.edge a")].map(a => a.closest("g").dataset.to + a.getAttribute("href"))`))
+	traces := run(br, "a→b's traces", chromedp.Evaluate[[]string](`[...document.querySelectorAll(document.querySelector('svg g.edge[data-from="a"][data-to="b"] a').getAttribute("href") + " li a")].map(a => a.getAttribute("href"))`))
+	if strings.Join(links, " ") != "b#edge-3 c#edge-4" || len(traces) != 6 {
 		t.Errorf("edge links %q, a→b's traces %q: want both edges linked and a→b's six traces", links, traces)
 	} else {
 		api := newConsoleClient(t, a.AdminAddr())
@@ -149,7 +208,8 @@ func TestConsoleTracePictureInBrowser(t *testing.T) {
 		{ID: id(1), TraceID: trace, Side: record.Egress, From: "a", To: "b", Method: "POST", Target: "/plan", State: record.Delivered, Status: 200, Attempts: 1, Latency: 900, Created: at(0)},
 		{ID: id(2), TraceID: trace, ParentID: id(1), Side: record.Ingress, From: "a", To: "b", Method: "POST", Target: "/plan", State: record.Delivered, Status: 200, Attempts: 1, Latency: 880, Created: at(10),
 			Journal: &record.JournalSummary{Hits: 2, Misses: 1, Journaled: 1}},
-		{ID: id(3), TraceID: trace, ParentID: id(2), Side: record.Egress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Dead, Status: 503, Attempts: 3, Latency: 200, Created: at(50), ResolvedBy: id(4)},
+		{ID: id(3), TraceID: trace, ParentID: id(2), Side: record.Egress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Delivered, Status: 503, Attempts: 3, Latency: 200, Created: at(50), ResolvedBy: id(4),
+			Outcome: "resolved: " + id(4) + " delivered the same handoff (same key) when the chain resumed"},
 		{ID: id(4), TraceID: trace, ParentID: id(2), Side: record.Egress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Delivered, Status: 200, Attempts: 1, Latency: 300, Created: at(500),
 			Approval: &record.Approval{Gate: "bookings", Decision: "approved", By: "ops"}},
 		{ID: id(5), TraceID: trace, ParentID: id(4), Side: record.Ingress, From: "b", To: "c", Method: "POST", Target: "/book", State: record.Delivered, Status: 200, Attempts: 1, Latency: 250, Created: at(520)},
@@ -167,7 +227,7 @@ func TestConsoleTracePictureInBrowser(t *testing.T) {
 		g.getAttribute("class") + " " + (g.dataset.agent || g.dataset.from + "→" + g.dataset.to) + " " + [...g.querySelectorAll("text")].map(t => t.textContent).join(" / "))`))
 	want := []string{
 		"edge ok a→b 1 handoff(s)",
-		"edge warn b→c 2 handoff(s) / 1 resolved · retried · gated",
+		"edge warn b→c 2 handoff(s) / dead letter, resolved · retried · gated",
 		"node a a / 0 received", "node b b / 1 received", "node c c / 1 received",
 	}
 	if strings.Join(graph, "\n") != strings.Join(want, "\n") {
@@ -178,7 +238,7 @@ func TestConsoleTracePictureInBrowser(t *testing.T) {
 	wantBars := []string{
 		"1 bar delivered: ",
 		"2 bar delivered: journal: 2 hit(s)",
-		"3 bar dead: dead letter, resolved · retried ×2",
+		"3 bar resolved: dead letter, resolved · retried ×2",
 		"4 bar delivered: gate bookings: approved",
 		"5 bar delivered: ",
 	}

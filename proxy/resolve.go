@@ -24,6 +24,7 @@ type resolver struct {
 	suffixes []string                // ".example.com:443" for "*.example.com:443"
 	byHost   map[string][]string     // peers by their URL's host, for redirected connections
 	routes   map[string]config.Route // base-URL routes by name (external.routes)
+	routeAt  map[string]string       // a route's name by its upstream's host:port
 	// broadcasts are asked whether a request is a broadcast (Plugins);
 	// nil: none is.
 	broadcasts Broadcasts
@@ -52,9 +53,15 @@ func newResolver(c *config.Config) *resolver {
 		rs.peers[name] = r
 	}
 	rs.byHost = peersByHost(c)
-	rs.routes = map[string]config.Route{}
+	rs.routes, rs.routeAt = map[string]config.Route{}, map[string]string{}
 	for _, r := range c.External.Routes {
 		rs.routes[r.Name] = r
+		if r.ParsedURL == nil {
+			continue
+		}
+		if _, taken := rs.routeAt[r.HostPort()]; !taken {
+			rs.routeAt[r.HostPort()] = r.Name
+		}
 	}
 	for _, a := range c.External.Allowed() {
 		a = strings.ToLower(a)
@@ -131,10 +138,17 @@ func (rs *resolver) middleware(next http.Handler) http.Handler {
 				" is neither a configured peer nor in external.allow").With("destination", hostport).Write(w)
 			return
 		}
-		in.From, in.External = rs.agent, hostport
+		rs.external(in, hostport)
 		in.Target = &url.URL{Scheme: externalScheme(r, port), Host: hostport}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// external notes an external fetch from the agent to hostport, and the
+// base-URL route whose upstream it is, if one is: the route names the
+// destination in metrics and in the mesh, however the agent reached it.
+func (rs *resolver) external(in *middleware.Info, hostport string) {
+	in.From, in.External, in.Route = rs.agent, hostport, rs.routeAt[strings.ToLower(hostport)]
 }
 
 // route returns the base-URL route an origin-form request's path names
@@ -155,7 +169,7 @@ func (rs *resolver) viaRoute(r *http.Request, in *middleware.Info, rt config.Rou
 	if u, err := url.Parse(rest); err == nil {
 		r.URL.Path, r.URL.RawPath = u.Path, u.RawPath
 	}
-	in.From, in.External, in.Target, in.Route = rs.agent, rt.HostPort(), rt.ParsedURL, rt.Name
+	in.From, in.External, in.Route, in.Target = rs.agent, rt.HostPort(), rt.Name, rt.ParsedURL
 }
 
 // externalScheme is how Baton reaches an external host on port: over TLS

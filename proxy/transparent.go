@@ -527,7 +527,7 @@ func (rs *resolver) viaOriginal(w http.ResponseWriter, r *http.Request, in *midd
 			" is neither a configured peer nor in external.allow").With("destination", hostport).Write(w)
 		return
 	}
-	in.From, in.External = rs.agent, hostport
+	rs.external(in, hostport)
 	in.Target = &url.URL{Scheme: externalScheme(r, port), Host: hostport}
 	next.ServeHTTP(w, r)
 }

@@ -4,10 +4,13 @@
 //	sent → delivered(status)
 //	sent → failed → dead → replayed → delivered | dead
 //	held → approved → delivered | dead;  held → denied | expired
+//	dead → delivered with ResolvedBy (resolved: the same key delivered)
 //
 // The sender's Baton writes the record, with the outbound request it is about
 // to send (the checkpoint), before forwarding; the receiver's Baton writes a
-// receipt. Each write appends a snapshot to the trace's hash chain, so an
+// receipt, once the agent answered: delivered(status), or failed (the agent
+// answered a failure, a 5xx or an A2A failed task inside a 2xx, or never
+// saw the handoff). Each write appends a snapshot to the trace's hash chain, so an
 // edited or deleted record is detectable (Verify). A Book stores and reads
 // records through the state store.
 //
