@@ -231,14 +231,16 @@ func describeRecord(r record.Record) string {
 }
 
 // describeSpend renders what model calls did and cost: "3 call(s), 360 in
-// + 90 out tokens, $0.000288 (1 from the journal, 1 refused)".
+// + 90 out tokens, $0.000288 (1 from the journal, 1 refused)". The tokens
+// and cost are those the answers reported; the cost is unknown, not $0,
+// when no call that went out had both a usage and a price.
 func describeSpend(m *record.ModelSummary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d call(s), %d in + %d out tokens", m.Calls, m.InputTokens, m.OutputTokens)
-	switch {
-	case m.Unpriced > 0 && m.CostUSD == 0:
-		b.WriteString(", cost unknown (no price)")
-	default:
+	unknownCost := m.CostUSD == 0 && m.Unpriced+m.UnknownUsage > 0
+	if unknownCost {
+		b.WriteString(", cost unknown")
+	} else {
 		fmt.Fprintf(&b, ", $%.6f", m.CostUSD)
 		if m.Unpriced > 0 {
 			fmt.Fprintf(&b, " + %d unpriced call(s)", m.Unpriced)
@@ -253,6 +255,9 @@ func describeSpend(m *record.ModelSummary) string {
 	}
 	if m.UnknownUsage > 0 {
 		notes = append(notes, fmt.Sprintf("%d with usage unknown", m.UnknownUsage))
+	}
+	if unknownCost && m.Unpriced > 0 {
+		notes = append(notes, fmt.Sprintf("%d with no price", m.Unpriced))
 	}
 	if len(notes) > 0 {
 		b.WriteString(" (" + strings.Join(notes, ", ") + ")")

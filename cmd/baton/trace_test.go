@@ -43,3 +43,37 @@ func TestTraceWarnsOfUntiedHandoffs(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeSpend: a trace's spend line says what was paid, and says a
+// cost is unknown (never $0) when no call that went out had both a
+// reported usage and a price, naming why.
+func TestDescribeSpend(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		m    record.ModelSummary
+		want string
+	}{
+		{"paid", record.ModelSummary{Calls: 3, InputTokens: 360, OutputTokens: 90, CostUSD: 0.000288},
+			"3 call(s), 360 in + 90 out tokens, $0.000288"},
+		{"from the journal and refused", record.ModelSummary{Calls: 3, JournalHits: 1, Refused: 1, InputTokens: 10, OutputTokens: 5, CostUSD: 0.00001},
+			"3 call(s), 10 in + 5 out tokens, $0.000010 (1 from the journal, not paid, 1 refused by Baton)"},
+		{"usage unreported", record.ModelSummary{Calls: 1, UnknownUsage: 1},
+			"1 call(s), 0 in + 0 out tokens, cost unknown (1 with usage unknown)"},
+		{"some usage unreported", record.ModelSummary{Calls: 2, UnknownUsage: 1, InputTokens: 100, OutputTokens: 10, CostUSD: 0.000056},
+			"2 call(s), 100 in + 10 out tokens, $0.000056 (1 with usage unknown)"},
+		{"no price", record.ModelSummary{Calls: 1, Unpriced: 1, InputTokens: 100, OutputTokens: 10},
+			"1 call(s), 100 in + 10 out tokens, cost unknown (1 with no price)"},
+		{"some unpriced", record.ModelSummary{Calls: 2, Unpriced: 1, InputTokens: 200, OutputTokens: 20, CostUSD: 0.000056},
+			"2 call(s), 200 in + 20 out tokens, $0.000056 + 1 unpriced call(s)"},
+		{"a model priced at zero", record.ModelSummary{Calls: 1, InputTokens: 100, OutputTokens: 10},
+			"1 call(s), 100 in + 10 out tokens, $0.000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := describeSpend(&tc.m); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

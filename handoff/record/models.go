@@ -15,9 +15,9 @@ type ModelSummary struct {
 	// Calls counts the model calls tied to the handling: JournalHits of
 	// them were answered from the journal, Refused by Baton itself (the
 	// chain's budget or the handling's cap on calls); the others went out.
-	// UnknownUsage of those reported no usage (their tokens are unknown,
-	// not zero) and Unpriced were to a model without a price (their cost
-	// is unknown).
+	// UnknownUsage of those reported no usage (their tokens and cost are
+	// unknown, not zero) and Unpriced, of the others, were to a model
+	// without a price (their cost is unknown).
 	Calls        int `json:"calls"`
 	JournalHits  int `json:"journal_hits,omitempty"`
 	Refused      int `json:"refused,omitempty"`
@@ -90,10 +90,13 @@ func (s *ModelSummary) Add(c ModelCall) {
 	case c.Refused != "":
 		s.Refused++
 	default:
-		if !c.UsageKnown {
+		// A call whose usage is unknown has no cost either, but its model
+		// may well have a price: it counts as unknown usage only, so that
+		// Unpriced says what it claims (a model without a price).
+		switch {
+		case !c.UsageKnown:
 			s.UnknownUsage++
-		}
-		if !c.Priced {
+		case !c.Priced:
 			s.Unpriced++
 		}
 		s.InputTokens += c.InputTokens

@@ -229,11 +229,11 @@ func (a *nodeAgent) mustCounts(t testing.TB) counts {
 // startBatonAt runs `baton serve` in the namespace as uid with the
 // configuration given, and waits until its admin listener (admin) is ready.
 // It is netns.startBaton for a Baton whose admin port is not 15000: several
-// share the peer namespace.
-func (tp *agentsTopo) startBatonAt(t *testing.T, ns *netns, name, admin, yaml string) {
+// share the peer namespace. env adds to, or replaces, its environment.
+func (tp *agentsTopo) startBatonAt(t *testing.T, ns *netns, name, admin, yaml string, env ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--config", writeConf(t, yaml))
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "OTEL_TRACES_EXPORTER=none", "BATON_LOG_LEVEL=debug"}
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "OTEL_TRACES_EXPORTER=none", "BATON_LOG_LEVEL=debug"}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: batonUID, Gid: batonUID}}
 	done, logs := tp.startProcess(t, ns, cmd, name+"'s Baton", syscall.SIGTERM)
 	c := ns.client()

@@ -9,6 +9,7 @@
 //   OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_DEFAULT_MODEL   the model, as the
 //                           OpenAI SDKs read them
 //   OPENAI_AGENTS_DISABLE_TRACING=1   no trace export to OpenAI
+//   STREAM=1                the run streams the model's answers
 //
 // A tool whose peer answers with a failed task (or an error) fails the run,
 // and so the task: the tools rethrow instead of telling the model.
@@ -124,7 +125,14 @@ class CoordinatorExecutor {
     counts.runs++;
     let result;
     try {
-      result = await run(planner, textOf(requestContext.userMessage));
+      result = await run(planner, textOf(requestContext.userMessage), { stream: process.env.STREAM === '1' });
+      if (result.completed) {
+        // A streamed run: read it to its end, as a UI would.
+        for await (const _ of result.toTextStream()) {
+        }
+        await result.completed;
+        if (result.error) throw result.error;
+      }
     } catch (err) {
       counts.failed++;
       throw err;

@@ -7,7 +7,13 @@
 //   AGENT_NAME   its name, in its card and answers
 //   FAIL_ONCE=1  the first execution for a given task text throws (the SDK
 //                answers a failed task); later ones succeed
+//   OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL   when set, it has a model
+//                word its answer (the openai SDK's chat completions)
+//   MODEL_STREAM=1      the answer is streamed, as the SDK streams by default
+//                       (it asks for no usage); =usage asks for it too
+//                       (stream_options.include_usage)
 import express from 'express';
+import OpenAI from 'openai';
 import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, Role } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
@@ -16,6 +22,7 @@ const port = Number(process.env.PORT || 8081);
 const name = process.env.AGENT_NAME || 'leaf';
 const publicUrl = process.env.PUBLIC_URL || `http://localhost:${port}/`;
 const failOnce = process.env.FAIL_ONCE === '1';
+const openai = process.env.OPENAI_BASE_URL ? new OpenAI() : null;
 
 const card = {
   name,
@@ -56,6 +63,29 @@ function textOf(message) {
     .trim();
 }
 
+// word has the model say what was done, in a line.
+async function word(text) {
+  const model = process.env.OPENAI_MODEL || 'gpt-4.1-mini';
+  const messages = [
+    { role: 'system', content: `You are ${name}. Say in one line what you did.` },
+    { role: 'user', content: text },
+  ];
+  const mode = process.env.MODEL_STREAM;
+  if (!mode) {
+    const completion = await openai.chat.completions.create({ model, messages });
+    return completion.choices[0].message.content;
+  }
+  const stream = await openai.chat.completions.create({
+    model,
+    messages,
+    stream: true,
+    ...(mode === 'usage' ? { stream_options: { include_usage: true } } : {}),
+  });
+  let said = '';
+  for await (const chunk of stream) said += chunk.choices[0]?.delta?.content ?? '';
+  return said;
+}
+
 class LeafExecutor {
   async execute(requestContext, eventBus) {
     const text = textOf(requestContext.userMessage);
@@ -65,6 +95,7 @@ class LeafExecutor {
     if (failOnce && mine.runs === 1) {
       throw new Error(`${name} could not do "${text}" this time`);
     }
+    const said = openai ? await word(text) : `${name} did: ${text}`;
     counts.completed++;
     mine.completed++;
     eventBus.publish(
@@ -73,7 +104,7 @@ class LeafExecutor {
         role: Role.ROLE_AGENT,
         parts: [
           {
-            content: { $case: 'text', value: `${name} did: ${text}` },
+            content: { $case: 'text', value: said },
             metadata: undefined,
             filename: '',
             mediaType: 'text/plain',
