@@ -55,6 +55,8 @@ func run(args []string, stdout io.Writer) error {
 	corpus := fs.String("corpus", "", "the corpus directory (corpus.py's -out)")
 	out := fs.String("out", "trust/taint/injection.weights", "train: the weights file to write")
 	report := fs.String("report", "", "eval: the Markdown report to write")
+	weights := fs.String("weights", "", "eval: a weights file to score with instead of the embedded one")
+	scores := fs.String("scores", "", "eval: a file to write every document's id, label, family, shape and score to, tab-separated")
 	cfg := defaultConfig()
 	fs.UintVar(&cfg.bits, "bits", cfg.bits, "train: log2 of the feature table's size")
 	fs.IntVar(&cfg.window, "window", cfg.window, "train: words per window")
@@ -81,7 +83,17 @@ func run(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return evaluate(docs, *report, stdout)
+		m := taint.DefaultModel()
+		if *weights != "" {
+			b, err := os.ReadFile(*weights)
+			if err != nil {
+				return err
+			}
+			if m, err = taint.ParseModel(b); err != nil {
+				return fmt.Errorf("%s: %w", *weights, err)
+			}
+		}
+		return evaluate(docs, m, evalOut{report: *report, scores: *scores}, stdout)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
