@@ -65,6 +65,9 @@ func run(args []string, stdout io.Writer) error {
 	fs.Float64Var(&cfg.l2, "l2", cfg.l2, "train: L2 penalty")
 	fs.IntVar(&cfg.prune, "prune", cfg.prune, "train: zero the quantized weights smaller than this")
 	fs.Float64Var(&cfg.tuneFP, "tune-fp", cfg.tuneFP, "train: the false-positive rate on tuning benign documents the threshold is set for")
+	fs.Float64Var(&cfg.shapeFP, "shape-fp", cfg.shapeFP, "train: the false-positive rate on the tuning benign documents of each shape the threshold is set for")
+	fs.Float64Var(&cfg.benignW, "benign-weight", cfg.benignW, "train: the benign documents' total weight, the injected ones' being 1")
+	fs.IntVar(&cfg.benignN, "benign-windows", cfg.benignN, "train: random windows of each benign document")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
