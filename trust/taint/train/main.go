@@ -67,10 +67,12 @@ func run(args []string, stdout io.Writer) error {
 	fs.Float64Var(&cfg.tuneFP, "tune-fp", cfg.tuneFP, "train: the false-positive rate on tuning benign documents the threshold is set for")
 	fs.Float64Var(&cfg.shapeFP, "shape-fp", cfg.shapeFP, "train: the false-positive rate on the tuning benign documents of each shape the threshold is set for")
 	fs.Float64Var(&cfg.benignW, "benign-weight", cfg.benignW, "train: the benign documents' total weight, the injected ones' being 1")
+	tunePart := fs.Uint("tune-part", uint(cfg.tunePart), "train: percent of the training documents kept for tuning")
 	fs.IntVar(&cfg.benignN, "benign-windows", cfg.benignN, "train: random windows of each benign document")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	cfg.tunePart = uint32(*tunePart)
 	if *corpus == "" {
 		return fmt.Errorf("-corpus is required")
 	}
