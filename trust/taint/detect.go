@@ -142,18 +142,18 @@ func (m *Model) score(sc *modelScratch, text []byte) (float64, int) {
 	t := tokenizer{norm: sc.norm, mask: uint64(1)<<m.Bits - 1}
 	w := m.Weights
 	for {
-		start, end, word, pair, padded, ok := t.next()
+		start, end, word, pair, head, padded, ok := t.next()
 		if !ok {
 			break
 		}
 		// The character n-grams count as their mean, so that a long word
 		// weighs no more than a short one.
 		var grams, n int32
-		for i := 0; i+FeatureChars <= len(padded); i++ {
-			grams += Weight(w, charIndex(padded, i, t.mask))
+		for i := 0; i+FeatureChars <= padded; i++ {
+			grams += Weight(w, charIndex(t.pad[:padded], i, t.mask))
 			n++
 		}
-		c := Weight(w, word) + Weight(w, pair) + grams/max(n, 1)
+		c := Weight(w, word) + Weight(w, pair) + Weight(w, head) + grams/max(n, 1)
 		sc.words = append(sc.words, scoredWord{int32(start), int32(end), word, pair})
 		sc.contrib = append(sc.contrib, c)
 	}

@@ -65,14 +65,16 @@ func (x window) feats(f func(feat uint32, share float64)) {
 	}
 }
 
-// token calls f with token i's features, each with its share: the word and
-// the pair count whole, the character n-grams as their mean (taint.Model).
+// token calls f with token i's features, each with its share: the word,
+// the pair and the head pair count whole, the character n-grams as their
+// mean (taint.Model).
 func (p *prepared) token(i int, f func(feat uint32, share float64)) {
 	fs := p.feats[p.off[i]:p.off[i+1]]
 	f(fs[0], 1)
 	f(fs[1], 1)
-	share := 1 / float64(max(1, len(fs)-2))
-	for _, c := range fs[2:] {
+	f(fs[2], 1)
+	share := 1 / float64(max(1, len(fs)-3))
+	for _, c := range fs[3:] {
 		f(c, share)
 	}
 }
@@ -83,7 +85,7 @@ func prepare(d *doc, bits uint) *prepared {
 	p := &prepared{d: d, off: make([]int32, 0, len(toks)+1)}
 	for _, t := range toks {
 		p.off = append(p.off, int32(len(p.feats)))
-		p.feats = append(p.feats, t.Word, t.Pair)
+		p.feats = append(p.feats, t.Word, t.Pair, t.Head)
 		p.feats = append(p.feats, chars[t.CharsFrom:t.CharsTo]...)
 	}
 	p.off = append(p.off, int32(len(p.feats)))
@@ -105,22 +107,24 @@ func prepare(d *doc, bits uint) *prepared {
 }
 
 // tuning reports whether d is kept for tuning. A benign document is kept
-// by its text; an injected one by its injection, so that the tuning part
-// measures tasks and goals that training never saw (as the held-out sets
-// do), and by its context (its text without the injection), so that the
-// benign twin of a tuning context is not trained on either.
+// by its source and text; an injected one by its injection, whatever the
+// source that put it in (InjecAgent's goals come in its tool responses and
+// as tasks in other documents), so that the tuning part measures tasks and
+// goals that training never saw, as the held-out sets do; and by its
+// context (its text without the injection), so that the benign twin of a
+// tuning context is not trained on either.
 func tuning(d *doc, part uint32) bool {
-	in := func(s string) bool {
+	in := func(prefix, s string) bool {
 		s = strings.TrimSpace(s)
 		s = s[:min(len(s), 200)]
 		h := fnv.New32a()
-		h.Write([]byte(d.Source + s))
+		h.Write([]byte(prefix + s))
 		return h.Sum32()%100 < part
 	}
 	if len(d.Span) != 2 {
-		return in(d.Text)
+		return in(d.Source, d.Text)
 	}
-	return in(d.Text[:d.Span[0]]+d.Text[d.Span[1]:]) || in(d.Text[d.Span[0]:d.Span[1]])
+	return in(d.Source, d.Text[:d.Span[0]]+d.Text[d.Span[1]:]) || in("", d.Text[d.Span[0]:d.Span[1]])
 }
 
 // model is the float model being trained.
@@ -359,7 +363,7 @@ func operatingPoint(q *taint.Model, tune []*prepared, cfg config, stdout io.Writ
 		z := math.Log(pr) - math.Log1p(-pr)
 		if p.d.Label == 1 {
 			injected = append(injected, z)
-			families = append(families, p.d.Family)
+			families = append(families, p.d.Family+", "+p.d.Source)
 		} else {
 			benign = append(benign, z)
 			byShape[p.d.Shape] = append(byShape[p.d.Shape], z)
@@ -390,10 +394,15 @@ func operatingPoint(q *taint.Model, tune []*prepared, cfg config, stdout io.Writ
 	caught := 0
 	famN, famHit := map[string]int{}, map[string]int{}
 	for i, z := range injected {
-		famN[families[i]]++
+		family, _, _ := strings.Cut(families[i], ", ")
+		for _, k := range []string{family, families[i]} {
+			famN[k]++
+			if z >= threshold {
+				famHit[k]++
+			}
+		}
 		if z >= threshold {
 			caught++
-			famHit[families[i]]++
 		}
 	}
 	for _, f := range slices.Sorted(maps.Keys(famN)) {
