@@ -18,6 +18,11 @@ const (
 // reasonPhrases is how many of the phrases that weighed most a reason names.
 const reasonPhrases = 3
 
+// ReasonScore is the model's score from which Detect names the phrases of
+// the best window, so that a span just short of the threshold says why;
+// below it, Detect allocates nothing.
+const ReasonScore = 0.4
+
 // detectScratch holds Detect's buffers between calls.
 type detectScratch struct {
 	text, enc modelScratch // the text's words, and an encoded run's
@@ -49,9 +54,9 @@ var detectPool = sync.Pool{New: func() any { return &detectScratch{decoded: make
 // found; and Scan's structural signs (role markers, tool-call syntax,
 // invisible characters, encoded blobs, stock phrases). The span's score is
 // the higher of the two: whatever Scan flags stays flagged. Reasons are
-// Scan's, then, when the model scores at least half the default
-// threshold, "model 0.93: "phrase", "phrase", "phrase"" naming the words
-// and word pairs of the best window that weighed most.
+// Scan's, then, when the model scores at least ReasonScore,
+// "model 0.93: "phrase", "phrase", "phrase"" naming the words and word
+// pairs of the best window that weighed most.
 //
 // Text beyond DetectHead+DetectTail bytes is left out (Signal.Unscored).
 // Detect does not allocate for text that scores low, once its pooled
@@ -109,7 +114,7 @@ func (m *Model) Detect(text []byte) Signal {
 	sig.Model = best.p
 	sig.Unscored = unscored
 	sig.Score = max(sig.Score, best.p)
-	if best.p < DefaultInjectionScore/2 {
+	if best.p < ReasonScore {
 		return sig
 	}
 	// The words of the best part: sc.text holds the last part's.
@@ -137,18 +142,18 @@ func (m *Model) score(sc *modelScratch, text []byte) (float64, int) {
 	t := tokenizer{norm: sc.norm, mask: uint64(1)<<m.Bits - 1}
 	w := m.Weights
 	for {
-		start, end, word, pair, padded, ok := t.next()
+		start, end, word, pair, head, padded, ok := t.next()
 		if !ok {
 			break
 		}
 		// The character n-grams count as their mean, so that a long word
 		// weighs no more than a short one.
 		var grams, n int32
-		for i := 0; i+FeatureChars <= len(padded); i++ {
-			grams += Weight(w, charIndex(padded, i, t.mask))
+		for i := 0; i+FeatureChars <= padded; i++ {
+			grams += Weight(w, charIndex(t.pad[:padded], i, t.mask))
 			n++
 		}
-		c := Weight(w, word) + Weight(w, pair) + grams/max(n, 1)
+		c := Weight(w, word) + Weight(w, pair) + Weight(w, head) + grams/max(n, 1)
 		sc.words = append(sc.words, scoredWord{int32(start), int32(end), word, pair})
 		sc.contrib = append(sc.contrib, c)
 	}

@@ -9,8 +9,9 @@ import (
 )
 
 // The texts below are written for these tests, in the shapes of the
-// published attacks; the held-out public material is scored by
-// TestDetectHeldOut and trust/taint/train eval (docs/injection-eval.md).
+// published attacks; TestDetectWrittenDocuments scores a larger set written
+// for the repository, and go run ./trust/taint/train eval the held-out
+// public material (docs/injection-eval.md).
 
 func TestDetectFlagsInjections(t *testing.T) {
 	t.Parallel()

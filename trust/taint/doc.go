@@ -95,12 +95,13 @@
 // The model (model.go, features.go, detect.go) is a logistic regression
 // over hashed features of ModelText's output (Normalize's, with
 // SentenceMark where each sentence and line starts): every word up to 24
-// bytes, every pair of consecutive words, and the mean of each word's
-// character 4-grams, in a table of 2^20 int8 weights; each feature's hash
-// also picks a sign, so that features sharing a slot cancel as often as they
-// add up. It scores every window of Window (32) words with a running sum and
-// keeps the best, so an injected paragraph in a long document is found;
-// runs of base64 or hex (decode.go) are decoded and scored the same way.
+// bytes, every pair of consecutive words, every word paired with the word
+// that opens its sentence, and the mean of each word's character 4-grams,
+// in a table of 2^20 int8 weights; each feature's hash also picks a sign,
+// so that features sharing a slot cancel as often as they add up. It
+// scores every window of Window (16) words with a running sum and keeps the
+// best, so an injected sentence in a long document is found; runs of
+// base64 or hex (decode.go) are decoded and scored the same way.
 // The operating point is folded into the bias: a window scores 0.5 at the
 // threshold chosen on tuning data, so DefaultInjectionScore 0.5 serves both
 // the model and Scan. Weights are trained by trust/taint/train from the
@@ -139,9 +140,10 @@
 // spread across fields, nor a copy that changes the letters themselves
 // (homoglyphs from other scripts, l33t spelling, text encoded in base64).
 // Detect is a signal, not a guarantee: on held-out public attacks it flags
-// every injection in the published frames it was trained on, a quarter in
-// frames it never saw, four in ten tasks written plainly into the data, and
-// almost none in languages other than English; an injection can be split
-// across spans, and a page that quotes one scores high. Datamarking lowers, and does not remove, the chance
-// that a model follows instructions in the data it reads.
+// every injection in the published frames it was trained on, three in ten
+// in frames it never saw, about half the tasks written plainly into the
+// data, and almost none in languages other than English; an injection can
+// be split across spans, and a page that quotes one scores high.
+// Datamarking lowers, and does not remove, the chance that a model follows
+// instructions in the data it reads.
 package taint

@@ -3,10 +3,14 @@ package taint
 import "bytes"
 
 // The injection model's features are hashed into one table: every word of
-// the normalised text, every pair of consecutive words, and every run of
-// FeatureChars bytes of " word " (the word with a space either side), so
-// that a word in an inflected language or a script written without spaces
-// shares features with its neighbours. Training (trust/taint/train) and
+// the normalised text, every pair of consecutive words, every word paired
+// with the word that opens its sentence (up to HeadWords words on), and
+// every run of FeatureChars bytes of " word " (the word with a space either
+// side), so that a word in an inflected language or a script written
+// without spaces shares features with its neighbours. The pair with the
+// sentence's first word ties a verb to its objects ("send … password",
+// "transfer … account") and a question to its topic, wherever they sit in
+// the sentence. Training (trust/taint/train) and
 // scoring compute them with the same code, here.
 
 // SentenceMark is the word ModelText puts where a sentence or a line
@@ -61,11 +65,16 @@ const maxGramWord = 32
 // which training keeps at zero).
 const maxWord = 24
 
-// Salts keep the three kinds of feature apart in the table.
+// HeadWords is how many words after a sentence's first word are paired
+// with it.
+const HeadWords = 12
+
+// Salts keep the four kinds of feature apart in the table.
 const (
 	saltWord  = 0x9e3779b97f4a7c15
 	saltPair  = 0xc2b2ae3d27d4eb4f
 	saltChars = 0x165667b19e3779f9
+	saltHead  = 0x27d4eb2f165667c5
 )
 
 func featureMix(x uint64) uint64 {
@@ -90,10 +99,11 @@ func hashBytes(b []byte) uint64 {
 type Token struct {
 	// Start and End delimit the word in the normalised text.
 	Start, End int32
-	// Word and Pair index the word's and the (previous word, word) pair's
-	// weights; Chars[CharsFrom:CharsTo] of the slice Tokenize returns index
-	// its character n-grams.
-	Word, Pair         uint32
+	// Word, Pair and Head index the word's, the (previous word, word)
+	// pair's and the (sentence's first word, word) pair's weights;
+	// Chars[CharsFrom:CharsTo] of the slice Tokenize returns index its
+	// character n-grams.
+	Word, Pair, Head   uint32
 	CharsFrom, CharsTo int32
 }
 
@@ -103,15 +113,23 @@ type tokenizer struct {
 	pos  int
 	prev uint64
 	mask uint64
-	pad  [maxGramWord + 2]byte
+	// head is the hash of the current sentence's first word, 0 before it;
+	// since counts the words after it.
+	head  uint64
+	since int
+	pad   [maxGramWord + 2]byte
 }
 
-// next returns the next word's bounds and its word and pair indexes, and
-// the word padded with a space either side for its character n-grams
-// (charIndex); ok is false at the end.
-func (t *tokenizer) next() (start, end int, word, pair uint32, padded []byte, ok bool) {
+// markHash is the hash of SentenceMark.
+var markHash = hashBytes([]byte(SentenceMark))
+
+// next returns the next word's bounds, its word, pair and head indexes,
+// and the length of t.pad's copy of the word with a space either side, for
+// its character n-grams (charIndex); ok is false at the end. (Returning a
+// slice of t.pad would move t to the heap.)
+func (t *tokenizer) next() (start, end int, word, pair, head uint32, padded int, ok bool) {
 	if t.pos >= len(t.norm) {
-		return 0, 0, 0, 0, nil, false
+		return 0, 0, 0, 0, 0, 0, false
 	}
 	start = t.pos
 	end = bytes.IndexByte(t.norm[start:], ' ')
@@ -124,17 +142,28 @@ func (t *tokenizer) next() (start, end int, word, pair uint32, padded []byte, ok
 	h := hashBytes(w)
 	word = signedIndex(featureMix(h^saltWord), t.mask)
 	pair = signedIndex(featureMix(t.prev*0x9e3779b97f4a7c15^h^saltPair), t.mask)
+	switch {
+	case h == markHash:
+		t.head, t.since = 0, 0
+	case t.head == 0:
+		t.head = h
+	default:
+		t.since++
+		if t.since <= HeadWords {
+			head = signedIndex(featureMix(t.head*0xff51afd7ed558ccd^h^saltHead), t.mask)
+		}
+	}
 	if len(w) > maxWord {
 		// A clause of a script written without spaces, an identifier or
 		// a blob: unique, so its word features would only ever hear
 		// noise. Its character n-grams speak for it.
-		word, pair = 0, 0
+		word, pair, head = 0, 0, 0
 	}
 	t.prev = h
 	t.pos = end + 1
 	n := copy(t.pad[1:], w[:min(len(w), maxGramWord)])
 	t.pad[0], t.pad[n+1] = ' ', ' '
-	return start, end, word, pair, t.pad[:n+2], true
+	return start, end, word, pair, head, n + 2, true
 }
 
 // charIndex is the signed table index of the character n-gram at
@@ -172,13 +201,13 @@ func Weight(w []int8, f uint32) int32 {
 func Tokenize(toks []Token, chars []uint32, norm []byte, bits uint) ([]Token, []uint32) {
 	t := tokenizer{norm: norm, mask: uint64(1)<<bits - 1}
 	for {
-		start, end, word, pair, padded, ok := t.next()
+		start, end, word, pair, head, padded, ok := t.next()
 		if !ok {
 			return toks, chars
 		}
-		tok := Token{Start: int32(start), End: int32(end), Word: word, Pair: pair, CharsFrom: int32(len(chars))}
-		for i := 0; i+FeatureChars <= len(padded); i++ {
-			chars = append(chars, charIndex(padded, i, t.mask))
+		tok := Token{Start: int32(start), End: int32(end), Word: word, Pair: pair, Head: head, CharsFrom: int32(len(chars))}
+		for i := 0; i+FeatureChars <= padded; i++ {
+			chars = append(chars, charIndex(t.pad[:padded], i, t.mask))
 		}
 		tok.CharsTo = int32(len(chars))
 		toks = append(toks, tok)

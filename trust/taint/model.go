@@ -33,7 +33,7 @@ type Model struct {
 // The weights file: magic, version, then little-endian fields.
 const (
 	weightsMagic   = "BTNJ"
-	weightsVersion = 1
+	weightsVersion = 2 // 2: the sentence-head feature (features.go)
 	weightsHeader  = 4 + 4 + 4 + 4 + 4 + 4
 )
 

@@ -8,6 +8,8 @@ package taint
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -37,16 +39,40 @@ func TestSpansNoAllocWithoutEscapes(t *testing.T) {
 	}
 }
 
+// TestDetectNoAllocOnCleanText: Detect allocates nothing for text that
+// scores below ReasonScore, however long, once its pooled buffers have
+// grown; and for text that scores higher, only its reason, as many times
+// for a long text as for a short one (nothing per word).
 func TestDetectNoAllocOnCleanText(t *testing.T) {
-	text := []byte(mixedText(8192))
-	Detect(text)
-	if allocs := testing.AllocsPerRun(20, func() { Detect(text) }); allocs != 0 {
+	table, err := os.ReadFile(filepath.Join("testdata", "injection", "benign", "table-sales.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := os.ReadFile(filepath.Join("testdata", "injection", "benign", "code-go-handler.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := bytes.Repeat(append(append(table, '\n'), code...), 8192/(len(table)+len(code))+1)
+	if p := Detect(low).Model; p >= ReasonScore {
+		t.Fatalf("the low text scores %.2f", p)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { Detect(low) }); allocs != 0 {
 		t.Errorf("Detect of clean text allocated %.1f times", allocs)
 	}
-	// A long span, scored on its head and tail, and a blob that decodes.
-	long := bytes.Repeat(text, (DetectHead+DetectTail)/len(text)+2)
+	// A long span, scored on its head and tail.
+	long := bytes.Repeat(low, (DetectHead+DetectTail)/len(low)+2)
 	Detect(long)
 	if allocs := testing.AllocsPerRun(5, func() { Detect(long) }); allocs != 0 {
 		t.Errorf("Detect of a long text allocated %.1f times", allocs)
+	}
+	// Mixed prose, with or without a reason: as many allocations for 8 KiB
+	// as for 256 KiB.
+	text := []byte(mixedText(8192))
+	longer := bytes.Repeat(text, 32)
+	Detect(text)
+	Detect(longer)
+	short := testing.AllocsPerRun(20, func() { Detect(text) })
+	if allocs := testing.AllocsPerRun(5, func() { Detect(longer) }); allocs != short || short > 8 {
+		t.Errorf("Detect allocated %.1f times for 8 KiB of prose, %.1f for 256 KiB", short, allocs)
 	}
 }

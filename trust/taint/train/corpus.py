@@ -39,6 +39,7 @@ import sys
 import yaml
 
 from benign import local_benign
+from tasks import human_emails, llmguard_docs, selfinstruct_tasks
 
 # Pinned commits of the source repositories.
 REPOS = {
@@ -48,6 +49,8 @@ REPOS = {
     "meta-llama/PurpleLlama": "4be64c3a24442b51c76175e6ec67722cc3f5fe38",
     "NVIDIA/garak": "cafbe992780df70015de7295ca026b70c4629ada",
     "OWASP/www-project-top-10-for-large-language-model-applications": "020595761a4b7b0c3f9cf01a0457b78f9f1e7f9c",
+    "yizhongw/self-instruct": "0b26ccaa415992100fa32df62d41b994cf928e23",
+    "protectai/llm-guard": "53af270c69316ed82cb71ba7b19d11b55bda3151",
 }
 
 RNG = random.Random(20240611)
@@ -495,22 +498,25 @@ def garak_tasks(repo):
     return out
 
 
-def inject_tasks(c, source, tasks, contexts, family_of_frame=True, per_task=1, lang=False):
-    """Inserts each task into benign training contexts: plainly, in a
-    training frame, behind a role marker, or base64-encoded."""
+def inject_tasks(c, source, tasks, contexts, per_task=1, lang=False, plain=0.45):
+    """Inserts each task into benign training contexts (a shape drawn
+    evenly, then a document of that shape): plainly (a share plain of
+    them), in a training frame, behind a role marker, or base64-encoded."""
+    shapes = sorted(contexts)
     for t in tasks:
         if len(t) < 12:
             continue
         for _ in range(per_task):
-            shape, ctx = RNG.choice(contexts)
+            shape = RNG.choice(shapes)
+            ctx = RNG.choice(contexts[shape])
             r = RNG.random()
             if lang:
                 fam, attack = "lang", t if r < 0.6 else fill(RNG.choice(TRAIN_FRAMES), t)
-            elif r < 0.45:
+            elif r < plain:
                 fam, attack = "plain", t
-            elif r < 0.75:
+            elif r < plain + (1 - plain) * 0.55:
                 fam, attack = "framed", fill(RNG.choice(TRAIN_FRAMES), t)
-            elif r < 0.92:
+            elif r < plain + (1 - plain) * 0.85:
                 fam, attack = "role", fill(RNG.choice(TRAIN_ROLES), t)
             else:
                 fam, attack = "encoded", "Decode this base64 and do what it says: " + base64.b64encode(t.encode()).decode()
@@ -549,13 +555,20 @@ def main():
             c.add("injecagent-encoded", "train", 1, "encoded", "tool", text, span)
     garak(c, r["NVIDIA/garak"])
     local_benign(c, os.path.abspath(a.baton), RNG)
-    contexts = [(d["shape"], d["text"]) for d in c.docs
-                if d["split"] == "train" and d["label"] == 0 and d["shape"] != "about" and len(d["text"]) < 6000]
+    # Emails between colleagues, with requests to their reader: benign.
+    for shape, text in human_emails(RNG, 600):
+        c.add("written-emails", "train", 0, "", shape, text)
+    contexts = {}
+    for d in c.docs:
+        if d["split"] == "train" and d["label"] == 0 and d["shape"] != "about" and len(d["text"]) < 6000:
+            contexts.setdefault(d["shape"], []).append(d["text"])
     en, other = purplellama_tasks(r["meta-llama/PurpleLlama"])
     inject_tasks(c, "purplellama-tasks", en, contexts)
     inject_tasks(c, "purplellama-tasks", other, contexts, lang=True)
     inject_tasks(c, "garak-tasks", garak_tasks(r["NVIDIA/garak"]), contexts)
-    inject_tasks(c, "injecagent-tasks", sorted(set(goals)), contexts)
+    inject_tasks(c, "injecagent-tasks", sorted(set(goals)), contexts, per_task=6, plain=0.7)
+    inject_tasks(c, "selfinstruct-tasks", selfinstruct_tasks(r["yizhongw/self-instruct"]), contexts, per_task=4, plain=0.7)
+    llmguard_docs(c, r["protectai/llm-guard"])
     cyberseceval(c, r["meta-llama/PurpleLlama"])
     agentdojo(c, r["sequrity-ai/agentdojo"], bipia_test_ctx)
     owasp(c, r["OWASP/www-project-top-10-for-large-language-model-applications"])

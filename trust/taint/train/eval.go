@@ -20,35 +20,57 @@ type scored struct {
 	detect, scan float64
 }
 
-// evaluate scores the held-out documents and prints (and writes to report,
-// when set) recall per family and false positives per shape at the default
-// threshold, with the heuristic alone for comparison, and the curve.
-func evaluate(docs []doc, report string, stdout io.Writer) error {
+// evalOut names the files evaluate writes besides its output: the Markdown
+// report, and every document's score.
+type evalOut struct {
+	report, scores string
+}
+
+// evaluate scores the held-out documents with m and prints (and writes to
+// the report, when set) recall per family and false positives per shape at
+// the default threshold, with the heuristic alone for comparison, and the
+// curve.
+func evaluate(docs []doc, m *taint.Model, files evalOut, stdout io.Writer) error {
 	var out []scored
 	var bytesIn int
 	start := time.Now()
 	for i := range docs {
 		d := &docs[i]
-		out = append(out, scored{d: d, detect: taint.Detect([]byte(d.Text)).Score})
+		out = append(out, scored{d: d, detect: m.Detect([]byte(d.Text)).Score})
 		bytesIn += len(d.Text)
 	}
 	elapsed := time.Since(start)
 	for i := range out {
 		out[i].scan = taint.Scan([]byte(out[i].d.Text)).Score
 	}
+	if files.scores != "" {
+		if err := writeScores(files.scores, out); err != nil {
+			return err
+		}
+	}
 	var b bytes.Buffer
-	writeReport(&b, out, taint.DefaultInjectionScore)
-	writeLong(&b, docs, taint.DefaultInjectionScore)
+	writeReport(&b, m, out, taint.DefaultInjectionScore)
+	writeLong(&b, m, docs, taint.DefaultInjectionScore)
 	fmt.Fprintf(&b, "\nScored %d documents (%.1f MB) in %v on %s/%s (%d CPUs): %.1f µs per KiB, one core, allocations included.\n",
 		len(out), float64(bytesIn)/1e6, elapsed.Round(time.Millisecond), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
 		float64(elapsed.Microseconds())/(float64(bytesIn)/1024))
 	if _, err := stdout.Write(b.Bytes()); err != nil {
 		return err
 	}
-	if report == "" {
+	if files.report == "" {
 		return nil
 	}
-	return writeDoc(report, b.String())
+	return writeDoc(files.report, b.String())
+}
+
+// writeScores writes one line a document: id, label, family, shape, source
+// and score, tab-separated.
+func writeScores(path string, out []scored) error {
+	var b bytes.Buffer
+	for _, s := range out {
+		fmt.Fprintf(&b, "%s\t%d\t%s\t%s\t%s\t%.4f\n", s.d.ID, s.d.Label, s.d.Family, s.d.Shape, s.d.Source, s.detect)
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 func rate(n, of int) string {
@@ -58,7 +80,7 @@ func rate(n, of int) string {
 	return fmt.Sprintf("%.1f%% (%d/%d)", 100*float64(n)/float64(of), n, of)
 }
 
-func writeReport(w io.Writer, out []scored, threshold float64) {
+func writeReport(w io.Writer, m *taint.Model, out []scored, threshold float64) {
 	families := []string{"framed", "role", "plain", "encoded", "lang"}
 	shapes := []string{"email", "web", "table", "code", "tool", "about"}
 	fmt.Fprintf(w, "Threshold %.2f (`taint.injection_score`).\n\n", threshold)
@@ -146,7 +168,7 @@ func writeReport(w io.Writer, out []scored, threshold float64) {
 	if len(fps) > 0 {
 		fmt.Fprintf(w, "\nBenign documents flagged (the first %d):\n\n", min(len(fps), 12))
 		for _, s := range fps[:min(len(fps), 12)] {
-			sig := taint.Detect([]byte(s.d.Text))
+			sig := m.Detect([]byte(s.d.Text))
 			fmt.Fprintf(w, "- %s (%s, %.2f): %s\n", s.d.ID, s.d.Shape, s.detect, strings.Join(sig.Reasons, "; "))
 		}
 	}
@@ -155,7 +177,7 @@ func writeReport(w io.Writer, out []scored, threshold float64) {
 // writeLong reports false positives on long pages: the benign documents of
 // each shape joined, in corpus order, into pages of 64 KiB and more, since
 // the best of many windows is more likely to reach the threshold.
-func writeLong(w io.Writer, docs []doc, threshold float64) {
+func writeLong(w io.Writer, m *taint.Model, docs []doc, threshold float64) {
 	const size = 64 << 10
 	fmt.Fprintf(w, "\nLong pages: the benign documents of a shape joined into pages of at least 64 KiB.\n\n")
 	fmt.Fprintf(w, "| shape | pages | flagged |\n| --- | --- | --- |\n")
@@ -171,7 +193,7 @@ func writeLong(w io.Writer, docs []doc, threshold float64) {
 			page.WriteString("\n\n")
 			if page.Len() >= size {
 				n++
-				hit += btoi(taint.Detect([]byte(page.String())).Score >= threshold)
+				hit += btoi(m.Detect([]byte(page.String())).Score >= threshold)
 				page.Reset()
 			}
 		}

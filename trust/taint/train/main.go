@@ -55,6 +55,8 @@ func run(args []string, stdout io.Writer) error {
 	corpus := fs.String("corpus", "", "the corpus directory (corpus.py's -out)")
 	out := fs.String("out", "trust/taint/injection.weights", "train: the weights file to write")
 	report := fs.String("report", "", "eval: the Markdown report to write")
+	weights := fs.String("weights", "", "eval: a weights file to score with instead of the embedded one")
+	scores := fs.String("scores", "", "eval: a file to write every document's id, label, family, shape and score to, tab-separated")
 	cfg := defaultConfig()
 	fs.UintVar(&cfg.bits, "bits", cfg.bits, "train: log2 of the feature table's size")
 	fs.IntVar(&cfg.window, "window", cfg.window, "train: words per window")
@@ -63,9 +65,14 @@ func run(args []string, stdout io.Writer) error {
 	fs.Float64Var(&cfg.l2, "l2", cfg.l2, "train: L2 penalty")
 	fs.IntVar(&cfg.prune, "prune", cfg.prune, "train: zero the quantized weights smaller than this")
 	fs.Float64Var(&cfg.tuneFP, "tune-fp", cfg.tuneFP, "train: the false-positive rate on tuning benign documents the threshold is set for")
+	fs.Float64Var(&cfg.shapeFP, "shape-fp", cfg.shapeFP, "train: the false-positive rate on the tuning benign documents of each shape the threshold is set for")
+	fs.Float64Var(&cfg.benignW, "benign-weight", cfg.benignW, "train: the benign documents' total weight, the injected ones' being 1")
+	tunePart := fs.Uint("tune-part", uint(cfg.tunePart), "train: percent of the training documents kept for tuning")
+	fs.IntVar(&cfg.benignN, "benign-windows", cfg.benignN, "train: random windows of each benign document")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	cfg.tunePart = uint32(*tunePart)
 	if *corpus == "" {
 		return fmt.Errorf("-corpus is required")
 	}
@@ -81,7 +88,17 @@ func run(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return evaluate(docs, *report, stdout)
+		m := taint.DefaultModel()
+		if *weights != "" {
+			b, err := os.ReadFile(*weights)
+			if err != nil {
+				return err
+			}
+			if m, err = taint.ParseModel(b); err != nil {
+				return fmt.Errorf("%s: %w", *weights, err)
+			}
+		}
+		return evaluate(docs, m, evalOut{report: *report, scores: *scores}, stdout)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }

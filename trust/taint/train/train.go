@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -21,12 +22,15 @@ type config struct {
 	rate     float64
 	l2       float64
 	tuneFP   float64
-	tunePart uint32 // percent of training documents kept for tuning
-	prune    int    // quantized weights smaller than this are zeroed
+	shapeFP  float64 // the same for the tuning benign documents of one shape
+	tunePart uint32  // percent of training documents kept for tuning
+	prune    int     // quantized weights smaller than this are zeroed
+	benignW  float64 // the benign class's total weight, the injected class's being 1
+	benignN  int     // random windows of each benign document
 }
 
 func defaultConfig() config {
-	return config{bits: 20, window: 32, epochs: 5, rate: 0.02, l2: 1e-5, tuneFP: 0.003, tunePart: 15, prune: 2}
+	return config{bits: 20, window: 16, epochs: 5, rate: 0.02, l2: 1e-5, tuneFP: 0.003, shapeFP: 0.01, tunePart: 25, prune: 2, benignW: 2, benignN: 3}
 }
 
 // prepared is a document's features: feats[off[i]:off[i+1]] are token i's.
@@ -61,14 +65,16 @@ func (x window) feats(f func(feat uint32, share float64)) {
 	}
 }
 
-// token calls f with token i's features, each with its share: the word and
-// the pair count whole, the character n-grams as their mean (taint.Model).
+// token calls f with token i's features, each with its share: the word,
+// the pair and the head pair count whole, the character n-grams as their
+// mean (taint.Model).
 func (p *prepared) token(i int, f func(feat uint32, share float64)) {
 	fs := p.feats[p.off[i]:p.off[i+1]]
 	f(fs[0], 1)
 	f(fs[1], 1)
-	share := 1 / float64(max(1, len(fs)-2))
-	for _, c := range fs[2:] {
+	f(fs[2], 1)
+	share := 1 / float64(max(1, len(fs)-3))
+	for _, c := range fs[3:] {
 		f(c, share)
 	}
 }
@@ -79,7 +85,7 @@ func prepare(d *doc, bits uint) *prepared {
 	p := &prepared{d: d, off: make([]int32, 0, len(toks)+1)}
 	for _, t := range toks {
 		p.off = append(p.off, int32(len(p.feats)))
-		p.feats = append(p.feats, t.Word, t.Pair)
+		p.feats = append(p.feats, t.Word, t.Pair, t.Head)
 		p.feats = append(p.feats, chars[t.CharsFrom:t.CharsTo]...)
 	}
 	p.off = append(p.off, int32(len(p.feats)))
@@ -100,19 +106,25 @@ func prepare(d *doc, bits uint) *prepared {
 	return p
 }
 
-// tuning reports whether d is kept for tuning: by its context (its text
-// without the injection), so that the injected and the benign versions of
-// one context fall on the same side.
+// tuning reports whether d is kept for tuning. A benign document is kept
+// by its source and text; an injected one by its injection, whatever the
+// source that put it in (InjecAgent's goals come in its tool responses and
+// as tasks in other documents), so that the tuning part measures tasks and
+// goals that training never saw, as the held-out sets do; and by its
+// context (its text without the injection), so that the benign twin of a
+// tuning context is not trained on either.
 func tuning(d *doc, part uint32) bool {
-	ctx := d.Text
-	if len(d.Span) == 2 {
-		ctx = d.Text[:d.Span[0]] + d.Text[d.Span[1]:]
+	in := func(prefix, s string) bool {
+		s = strings.TrimSpace(s)
+		s = s[:min(len(s), 200)]
+		h := fnv.New32a()
+		h.Write([]byte(prefix + s))
+		return h.Sum32()%100 < part
 	}
-	ctx = strings.TrimSpace(ctx)
-	ctx = ctx[:min(len(ctx), 200)]
-	h := fnv.New32a()
-	h.Write([]byte(d.Source + ctx))
-	return h.Sum32()%100 < part
+	if len(d.Span) != 2 {
+		return in(d.Source, d.Text)
+	}
+	return in(d.Source, d.Text[:d.Span[0]]+d.Text[d.Span[1]:]) || in("", d.Text[d.Span[0]:d.Span[1]])
 }
 
 // model is the float model being trained.
@@ -181,7 +193,7 @@ func (m *model) best(p *prepared, win, lo, hi int) (int, int) {
 // examples are a document's fixed training windows: for an injected one,
 // windows that hold its span (or lie inside it); for a benign one, random
 // windows.
-func examples(p *prepared, win int, rng *rand.Rand) []window {
+func examples(p *prepared, win, benignN int, rng *rand.Rand) []window {
 	n := p.tokens()
 	y := float64(p.d.Label)
 	var out []window
@@ -209,7 +221,7 @@ func examples(p *prepared, win int, rng *rand.Rand) []window {
 		}
 		return out
 	}
-	for range 3 {
+	for range benignN {
 		from := rng.IntN(n - win + 1)
 		out = append(out, window{p: p, from: from, to: from + win})
 	}
@@ -244,10 +256,13 @@ func train(docs []doc, cfg config, out string, stdout io.Writer) error {
 	}
 	for _, p := range trainSet {
 		p.weight *= float64(len(trainSet)) / 2 / classSum[p.d.Label]
+		if p.d.Label == 0 {
+			p.weight *= cfg.benignW
+		}
 	}
 	var fixed []window
 	for _, p := range trainSet {
-		fixed = append(fixed, examples(p, cfg.window, rng)...)
+		fixed = append(fixed, examples(p, cfg.window, cfg.benignN, rng)...)
 	}
 	m := &model{w: make([]float64, 1<<cfg.bits), g: make([]float64, 1<<cfg.bits)}
 	for epoch := range cfg.epochs {
@@ -321,11 +336,17 @@ func nonZero(w []int8) int {
 	return n
 }
 
+// minShapeTuning is the fewest tuning benign documents of one shape that
+// set an operating point of their own.
+const minShapeTuning = 100
+
 // operatingPoint returns the logit at which the quantized model flags no
 // more than cfg.tuneFP of the tuning benign documents, scored as Detect
 // scores them (the best window), and prints the tuning recall there.
 func operatingPoint(q *taint.Model, tune []*prepared, cfg config, stdout io.Writer) (float32, error) {
 	var benign, injected []float64
+	var families []string
+	byShape := map[string][]float64{}
 	type top struct {
 		z  float64
 		id string
@@ -342,22 +363,50 @@ func operatingPoint(q *taint.Model, tune []*prepared, cfg config, stdout io.Writ
 		z := math.Log(pr) - math.Log1p(-pr)
 		if p.d.Label == 1 {
 			injected = append(injected, z)
+			families = append(families, p.d.Family+", "+p.d.Source)
 		} else {
 			benign = append(benign, z)
+			byShape[p.d.Shape] = append(byShape[p.d.Shape], z)
 			tops = append(tops, top{z, p.d.ID})
 		}
 	}
 	if len(benign) == 0 || len(injected) == 0 {
 		return 0, fmt.Errorf("the tuning part has %d benign and %d injected documents: the corpus is too small", len(benign), len(injected))
 	}
-	sort.Float64s(benign)
+	// The point holds for the tuning benign documents as a whole and for
+	// those of each shape that has enough of them to say, so that one
+	// shape (emails, tool results) is not flagged more often than the rest.
+	quantile := func(zs []float64, fp float64) float64 {
+		sort.Float64s(zs)
+		return zs[len(zs)-1-int(math.Floor(fp*float64(len(zs))))] + 1e-3
+	}
+	threshold := quantile(benign, cfg.tuneFP)
 	k := int(math.Floor(cfg.tuneFP * float64(len(benign))))
-	threshold := benign[len(benign)-1-k] + 1e-3
+	for _, shape := range slices.Sorted(maps.Keys(byShape)) {
+		zs := byShape[shape]
+		if len(zs) < minShapeTuning {
+			continue
+		}
+		t := quantile(zs, cfg.shapeFP)
+		fmt.Fprintf(stdout, "  tuning benign, %s: %d documents, point %.3f\n", shape, len(zs), t)
+		threshold = max(threshold, t)
+	}
 	caught := 0
-	for _, z := range injected {
+	famN, famHit := map[string]int{}, map[string]int{}
+	for i, z := range injected {
+		family, _, _ := strings.Cut(families[i], ", ")
+		for _, k := range []string{family, families[i]} {
+			famN[k]++
+			if z >= threshold {
+				famHit[k]++
+			}
+		}
 		if z >= threshold {
 			caught++
 		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(famN)) {
+		fmt.Fprintf(stdout, "  tuning recall, %s: %d/%d = %.3f\n", f, famHit[f], famN[f], float64(famHit[f])/float64(famN[f]))
 	}
 	for _, fp := range []float64{0.005, 0.01, 0.02, 0.05} {
 		t := benign[len(benign)-1-int(fp*float64(len(benign)))]
