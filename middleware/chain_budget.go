@@ -34,10 +34,14 @@ import (
 const HeaderChainBudget = "Baton-Chain-Budget"
 
 // ChainBudget bounds a chain's model spend: its tokens (input and output)
-// and its cost in nano-dollars. A zero member bounds nothing.
+// and its cost in nano-dollars. A zero member bounds nothing. Chain names
+// the chain the budget is counted for: the scoped key of the handling where
+// it entered (hex), the same when the chain is re-sent to resume it, in
+// whatever trace; every Baton of the chain counts against it.
 type ChainBudget struct {
 	Tokens   int64
 	CostNano int64
+	Chain    string
 }
 
 // Bounds of what a budget header may say.
@@ -61,7 +65,11 @@ func (b ChainBudget) Min(o ChainBudget) ChainBudget {
 		}
 		return min(x, y)
 	}
-	return ChainBudget{Tokens: tighter(b.Tokens, o.Tokens), CostNano: tighter(b.CostNano, o.CostNano)}
+	chain := b.Chain
+	if chain == "" {
+		chain = o.Chain
+	}
+	return ChainBudget{Tokens: tighter(b.Tokens, o.Tokens), CostNano: tighter(b.CostNano, o.CostNano), Chain: chain}
 }
 
 // CostUSD returns the cost bound in dollars.
@@ -89,12 +97,18 @@ func (b ChainBudget) String() string {
 			s = append(s, strings.TrimRight(string(frac), "0")...)
 		}
 	}
+	if b.Chain != "" {
+		s = append(s, `, chain="`...)
+		s = append(s, b.Chain...)
+		s = append(s, '"')
+	}
 	return string(s)
 }
 
 // ParseChainBudget reads a Baton-Chain-Budget value: members tokens (an
-// integer) and cost_usd (an integer or decimal), each positive; other
-// members are ignored, as RFC 8941 lets a dictionary grow.
+// integer) and cost_usd (an integer or decimal), each positive, and chain
+// (a string of 32 hex digits); other members are ignored, as RFC 8941 lets
+// a dictionary grow.
 func ParseChainBudget(v string) (ChainBudget, error) {
 	var b ChainBudget
 	if strings.TrimSpace(v) == "" {
@@ -118,12 +132,32 @@ func ParseChainBudget(v string) (ChainBudget, error) {
 				return ChainBudget{}, errors.New("cost_usd must be a decimal number of dollars above 0 and at most 1000000")
 			}
 			b.CostNano = int64(math.Round(f * 1e9))
+		case "chain":
+			c, ok := strings.CutPrefix(val, `"`)
+			if c, ok2 := strings.CutSuffix(c, `"`); ok && ok2 && chainID(c) {
+				b.Chain = c
+				continue
+			}
+			return ChainBudget{}, errors.New(`chain must be a string of 32 hex digits: chain="..."`)
 		}
 	}
 	if !b.Set() {
 		return ChainBudget{}, errors.New("names neither tokens nor cost_usd")
 	}
 	return b, nil
+}
+
+// chainID reports whether s is a chain's id: 32 lowercase hex digits.
+func chainID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ChainBudgetOptions configure ChainBudgets.

@@ -7,6 +7,7 @@ package middleware
 // Receipt (the handling's id is the receipt's). It cannot fail.
 
 import (
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"time"
@@ -66,6 +67,11 @@ func Handle(hs Handlings) func(http.Handler) http.Handler {
 				Budget: in.ChainBudget, BudgetNote: in.BudgetNote}
 			if h.Started.IsZero() {
 				h.Started = time.Now()
+			}
+			if h.Budget.Set() && h.Budget.Chain == "" {
+				// The chain enters here: it is named by this handling's
+				// key, which a re-send to resume it keeps.
+				h.Budget.Chain = hex.EncodeToString(h.Key[:])
 			}
 			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
 				h.SpanID, h.Flags = sc.SpanID(), sc.TraceFlags()

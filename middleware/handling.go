@@ -208,7 +208,7 @@ func (h *Handling) ModelSummary() *record.ModelSummary {
 		s = &record.ModelSummary{}
 	}
 	if h.Budget.Set() {
-		s.Budget = &record.BudgetView{Tokens: h.Budget.Tokens, CostUSD: h.Budget.CostUSD()}
+		s.Budget = &record.BudgetView{Chain: h.Budget.Chain, Tokens: h.Budget.Tokens, CostUSD: h.Budget.CostUSD()}
 	}
 	s.BudgetNote = h.BudgetNote
 	return s

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -25,7 +26,7 @@ type ApproverOf func(r *http.Request, body []byte) (string, error)
 // the store (kept for chains with a budget) and what approvers raised its
 // budget by.
 type SpendView struct {
-	TraceID string  `json:"trace_id"`
+	Chain   string  `json:"chain"`
 	Tokens  int64   `json:"tokens"`
 	CostUSD float64 `json:"cost_usd"`
 	Calls   int64   `json:"calls"`
@@ -38,27 +39,45 @@ type Raise struct {
 	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
-func spendView(trace string, s Spend) SpendView {
-	return SpendView{TraceID: trace, Tokens: s.Tokens, CostUSD: float64(s.CostNano) / 1e9, Calls: s.Calls,
+func spendView(chain string, s Spend) SpendView {
+	return SpendView{Chain: chain, Tokens: s.Tokens, CostUSD: float64(s.CostNano) / 1e9, Calls: s.Calls,
 		Raised: Raise{Tokens: s.RaisedTokens, CostUSD: float64(s.RaisedCostNano) / 1e9}}
 }
 
-// GetSpend serves GET /v1/traces/{trace_id}/spend.
+// GetSpend serves GET /v1/chains/{chain}/spend.
 func (mc *Calls) GetSpend(w http.ResponseWriter, r *http.Request) {
-	trace := chi.URLParam(r, "trace_id")
-	s, err := mc.chainSpend(r.Context(), trace)
+	chain, ok := chainParam(w, r)
+	if !ok {
+		return
+	}
+	s, err := mc.chainSpend(r.Context(), chain)
 	if err != nil {
 		records.StoreProblem(w, r, mc.log, err)
 		return
 	}
-	records.WriteJSON(w, http.StatusOK, spendView(trace, s))
+	records.WriteJSON(w, http.StatusOK, spendView(chain, s))
 }
 
-// RaiseBudget serves POST /v1/traces/{trace_id}/budget: an approver raises
+// chainParam reads the {chain} of a path: 32 hex digits, as records name a
+// chain's budget.
+func chainParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	c := chi.URLParam(r, "chain")
+	if len(c) != 32 || strings.Trim(c, "0123456789abcdef") != "" {
+		problem.Write(w, r, problem.BadRequest, "a chain is named by 32 hex digits, as its records' budget says (budget.chain)")
+		return "", false
+	}
+	return c, true
+}
+
+// RaiseBudget serves POST /v1/chains/{chain}/budget: an approver raises
 // the chain's budget by {"tokens": N, "cost_usd": X}, so that a chain
 // stopped by it can be resumed. The agent's own identity may not.
 func (mc *Calls) RaiseBudget(approverOf ApproverOf, agent string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		chain, ok := chainParam(w, r)
+		if !ok {
+			return
+		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, 4<<10+1))
 		if err != nil || len(body) > 4<<10 {
 			problem.Write(w, r, problem.BadRequest, "the body must be JSON of at most 4 KiB: {\"tokens\": N, \"cost_usd\": X}")
@@ -85,15 +104,14 @@ func (mc *Calls) RaiseBudget(approverOf ApproverOf, agent string) http.HandlerFu
 			problem.Write(w, r, problem.BadRequest, err.Error())
 			return
 		}
-		trace := chi.URLParam(r, "trace_id")
-		s, err := mc.Raise(r.Context(), trace, in.Tokens, int64(math.Round(in.CostUSD*1e9)))
+		s, err := mc.Raise(r.Context(), chain, in.Tokens, int64(math.Round(in.CostUSD*1e9)))
 		if err != nil {
 			records.StoreProblem(w, r, mc.log, err)
 			return
 		}
-		mc.log.LogAttrs(r.Context(), slog.LevelInfo, "chain budget raised", slog.String("trace_id", trace),
+		mc.log.LogAttrs(r.Context(), slog.LevelInfo, "chain budget raised", slog.String("chain", chain),
 			slog.String("by", who), slog.Int64("tokens", in.Tokens), slog.Float64("cost_usd", in.CostUSD))
-		records.WriteJSON(w, http.StatusOK, spendView(trace, s))
+		records.WriteJSON(w, http.StatusOK, spendView(chain, s))
 	}
 }
 

@@ -185,18 +185,18 @@ func (mc *Calls) allow(ctx context.Context, c *call) (why, detail string) {
 	if !h.Budget.Set() {
 		return "", ""
 	}
-	s, err := mc.chainSpend(ctx, h.TraceID)
+	s, err := mc.chainSpend(ctx, h.Budget.Chain)
 	if err != nil {
 		mc.m.unchecked()
-		mc.log.Warn("model calls: the chain's spend could not be read", "trace_id", h.TraceID, "error", err.Error())
+		mc.log.Warn("model calls: the chain's spend could not be read", "chain", h.Budget.Chain, "trace_id", h.TraceID, "error", err.Error())
 		if mc.denyBlind {
 			return refusedBlind, "Baton refused this model call: its chain's budget cannot be checked (the store does not answer), and models.on_store_error is deny"
 		}
 		return "", ""
 	}
 	if over, how := s.over(h.Budget); over {
-		return refusedBudget, "Baton refused this model call: " + how + " (trace " + h.TraceID +
-			"). An approver can raise it: baton budget raise " + h.TraceID
+		return refusedBudget, "Baton refused this model call: " + how + " (chain " + h.Budget.Chain + ", trace " + h.TraceID +
+			"). An approver can raise it: baton budget raise " + h.Budget.Chain
 	}
 	return "", ""
 }
@@ -304,8 +304,8 @@ func (mc *Calls) account(c *call, r genai.StreamResult, answered bool) {
 	if c.live && c.h.Budget.Set() && answered {
 		ctx, cancel := context.WithTimeout(context.Background(), storeWrite)
 		defer cancel()
-		if err := mc.addSpend(ctx, c.h.TraceID, rec.InputTokens+rec.OutputTokens, costNano); err != nil {
-			mc.log.Warn("model calls: the call's spend was not added to its chain's count", "trace_id", c.h.TraceID, "error", err.Error())
+		if err := mc.addSpend(ctx, c.h.Budget.Chain, rec.InputTokens+rec.OutputTokens, costNano); err != nil {
+			mc.log.Warn("model calls: the call's spend was not added to its chain's count", "chain", c.h.Budget.Chain, "error", err.Error())
 		}
 	}
 }

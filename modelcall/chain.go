@@ -15,8 +15,9 @@ import (
 )
 
 // A chain's counters in the store, members of the index at
-// genai/chain/{trace}: what its model calls that went out spent, across
-// every Baton of the chain, and what approvers raised its budget by.
+// genai/chain/{chain}: what its model calls that went out spent, across
+// every Baton of the chain and every trace it ran in (a re-send to resume
+// it is the same chain), and what approvers raised its budget by.
 const (
 	memberTokens      = "tokens"
 	memberCost        = "cost_nusd"
@@ -52,11 +53,11 @@ func dollars(nano int64) string {
 	return strconv.FormatFloat(float64(nano)/1e9, 'f', 3, 64)
 }
 
-func chainKey(trace string) string { return "genai/chain/" + trace }
+func chainKey(chain string) string { return "genai/chain/" + chain }
 
 // chainSpend reads a chain's counters: one round trip.
-func (mc *Calls) chainSpend(ctx context.Context, trace string) (Spend, error) {
-	ms, err := mc.store.IndexRange(ctx, chainKey(trace), math.Inf(-1), math.Inf(1), 0, 0)
+func (mc *Calls) chainSpend(ctx context.Context, chain string) (Spend, error) {
+	ms, err := mc.store.IndexRange(ctx, chainKey(chain), math.Inf(-1), math.Inf(1), 0, 0)
 	if err != nil {
 		return Spend{}, err
 	}
@@ -80,21 +81,21 @@ func (mc *Calls) chainSpend(ctx context.Context, trace string) (Spend, error) {
 }
 
 // addSpend adds a call's spend to its chain's counters: one round trip.
-func (mc *Calls) addSpend(ctx context.Context, trace string, tokens, costNano int64) error {
+func (mc *Calls) addSpend(ctx context.Context, chain string, tokens, costNano int64) error {
 	deltas := [3]state.Scored{{Member: memberCalls, Score: 1}, {Member: memberTokens, Score: float64(tokens)},
 		{Member: memberCost, Score: float64(costNano)}}
-	_, err := mc.store.IndexIncr(ctx, chainKey(trace), deltas[:], mc.retention)
+	_, err := mc.store.IndexIncr(ctx, chainKey(chain), deltas[:], mc.retention)
 	return err
 }
 
 // Raise raises a chain's budget by tokens and nano-dollars, as an
 // approver decided, and returns its counters after.
-func (mc *Calls) Raise(ctx context.Context, trace string, tokens, costNano int64) (Spend, error) {
+func (mc *Calls) Raise(ctx context.Context, chain string, tokens, costNano int64) (Spend, error) {
 	deltas := []state.Scored{{Member: memberRaiseTokens, Score: float64(tokens)}, {Member: memberRaiseCost, Score: float64(costNano)}}
-	if _, err := mc.store.IndexIncr(ctx, chainKey(trace), deltas, mc.retention); err != nil {
+	if _, err := mc.store.IndexIncr(ctx, chainKey(chain), deltas, mc.retention); err != nil {
 		return Spend{}, fmt.Errorf("raising the budget: %w", err)
 	}
-	return mc.chainSpend(ctx, trace)
+	return mc.chainSpend(ctx, chain)
 }
 
 // The chains that spent most, by hour: genai/costly/{hour} scores traces by

@@ -317,9 +317,10 @@ func TestModelCallsChainBudget(t *testing.T) {
 		t.Fatalf("receipt %d %+v", rec.Status, rec.Models)
 	}
 
-	// Raising takes an approver.
+	// Raising takes an approver. The chain is named by the receipt's budget.
+	chain := rec.Models.Budget.Chain
 	raise := func(token string) int {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+b.AdminAddr()+"/v1/traces/"+trace+"/budget", strings.NewReader(`{"tokens":2000}`))
+		req, _ := http.NewRequest(http.MethodPost, "http://"+b.AdminAddr()+"/v1/chains/"+chain+"/budget", strings.NewReader(`{"tokens":2000}`))
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -334,19 +335,26 @@ func TestModelCallsChainBudget(t *testing.T) {
 	if st := raise(admin); st != http.StatusOK {
 		t.Fatalf("the admin's raise: %d", st)
 	}
-	if resp := sendTask(t, b, tp, "runaway-1", ""); resp.StatusCode != http.StatusOK {
+	// Resumed in a trace of its own, as a client that traces nothing
+	// re-sends: the same chain, its count and its raised budget.
+	tp2, trace2 := newTraceparent(t)
+	if resp := sendTask(t, b, tp2, "runaway-1", ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the resumed task: %d (%s)", resp.StatusCode, agent.lastError())
 	}
 	if n, billed := m.calls.Load(), m.billed.Load(); n != 8 || billed != 8*300 {
 		t.Fatalf("the model answered %d calls (%d tokens), want 8: the first four answered from the journal", n, billed)
 	}
-	rs := receipts(t, b, trace, 2, admin)
-	if s := rs[1].Models; s == nil || s.Calls != 8 || s.JournalHits != 4 || s.Refused != 0 || s.InputTokens+s.OutputTokens != 1200 {
-		t.Fatalf("the resumed handling's model summary %+v", rs[1].Models)
+	rs := receipts(t, b, trace2, 1, admin)
+	if s := rs[0].Models; s == nil || s.Calls != 8 || s.JournalHits != 4 || s.Refused != 0 || s.InputTokens+s.OutputTokens != 1200 ||
+		s.Budget.Chain != chain {
+		t.Fatalf("the resumed handling's model summary %+v", rs[0].Models)
 	}
 	var v struct{ Tokens, Calls int64 }
-	if st := adminGet(t, b.AdminAddr(), "/v1/traces/"+trace+"/spend", &v); st != http.StatusUnauthorized {
+	if st := adminGet(t, b.AdminAddr(), "/v1/chains/"+chain+"/spend", &v); st != http.StatusUnauthorized {
 		t.Fatalf("the spend without the admin token: %d", st)
+	}
+	if st := adminGetAuth(t, b.AdminAddr(), "/v1/chains/"+chain+"/spend", admin, &v); st != http.StatusOK || v.Tokens != 2400 || v.Calls != 8 {
+		t.Fatalf("the chain's spend: %d %+v, want 2400 tokens in 8 calls", st, v)
 	}
 }
 

@@ -25,14 +25,14 @@ func (b *Baton) adminRoutes(adminToken, agent string) func(chi.Router) {
 			r.Delete("/v1/deadletters/{id}", b.DeadLetters.DropHTTP)           // deadletter
 			r.Post("/v1/traces/{trace_id}/abandon", b.Compensator.PostAbandon) // compensation
 			r.Get("/v1/traces/{trace_id}/abandon", b.Compensator.GetAbandon)   // compensation
-			r.Get("/v1/traces/{trace_id}/spend", b.ModelCalls.GetSpend)        // modelcall
+			r.Get("/v1/chains/{chain}/spend", b.ModelCalls.GetSpend)           // modelcall
 			r.Get("/v1/spend/costly", b.ModelCalls.GetCostly)                  // modelcall
 		})
-		r.Post("/v1/traces/{trace_id}/budget", b.ModelCalls.RaiseBudget(b.Approvals.ApproverOf, agent)) // modelcall: an approver identity
-		r.Get("/v1/approvals", b.Approvals.List)                                                        // approval: admin or approver tokens
-		r.Get("/v1/approvals/{id}", b.Approvals.Get)                                                    // approval
-		r.Post("/v1/approvals/{id}/approve", b.Approvals.Approve)                                       // approval: an approver identity
-		r.Post("/v1/approvals/{id}/deny", b.Approvals.Deny)                                             // approval
-		r.Mount("/console", b.Console.Handler())                                                        // console: the admin token, then a session
+		r.Post("/v1/chains/{chain}/budget", b.ModelCalls.RaiseBudget(b.Approvals.ApproverOf, agent)) // modelcall: an approver identity
+		r.Get("/v1/approvals", b.Approvals.List)                                                     // approval: admin or approver tokens
+		r.Get("/v1/approvals/{id}", b.Approvals.Get)                                                 // approval
+		r.Post("/v1/approvals/{id}/approve", b.Approvals.Approve)                                    // approval: an approver identity
+		r.Post("/v1/approvals/{id}/deny", b.Approvals.Deny)                                          // approval
+		r.Mount("/console", b.Console.Handler())                                                     // console: the admin token, then a session
 	}
 }

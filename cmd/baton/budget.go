@@ -10,8 +10,8 @@ import (
 	"github.com/batonproxy/baton/modelcall"
 )
 
-const budgetUsage = `  baton budget show TRACE_ID [--admin HOST:PORT]
-  baton budget raise TRACE_ID [--tokens N] [--cost-usd X] [--admin HOST:PORT]
+const budgetUsage = `  baton budget show CHAIN_ID [--admin HOST:PORT]
+  baton budget raise CHAIN_ID [--tokens N] [--cost-usd X] [--admin HOST:PORT]
                                  a chain's model spend against its budget, counted by
                                  every Baton of the chain in the shared store; raise
                                  the budget (an approver: BATON_APPROVER_TOKEN, else
@@ -41,7 +41,7 @@ func budgetCmd(args []string, stdout io.Writer, env func(string) string) error {
 	switch sub {
 	case "show", "raise":
 		if id == "" {
-			return usageError{msg: "budget " + sub + ": want a TRACE_ID"}
+			return usageError{msg: "budget " + sub + ": want a CHAIN_ID (a record's budget.chain, as baton trace prints it)"}
 		}
 	case "costly":
 		if id != "" {
@@ -53,7 +53,7 @@ func budgetCmd(args []string, stdout io.Writer, env func(string) string) error {
 	var v modelcall.SpendView
 	switch sub {
 	case "show":
-		if err := newAdminClient(*admin, env).do("GET", "/v1/traces/"+pathEscape(id)+"/spend", &v); err != nil {
+		if err := newAdminClient(*admin, env).do("GET", "/v1/chains/"+pathEscape(id)+"/spend", &v); err != nil {
 			return err
 		}
 	case "raise":
@@ -61,7 +61,7 @@ func budgetCmd(args []string, stdout io.Writer, env func(string) string) error {
 			return usageError{msg: "budget raise: give --tokens N, --cost-usd X or both (by how much to raise it)"}
 		}
 		body, _ := json.Marshal(modelcall.Raise{Tokens: *tokens, CostUSD: *cost})
-		if err := approverClient(*admin, env).send("POST", "/v1/traces/"+pathEscape(id)+"/budget", body, nil, &v); err != nil {
+		if err := approverClient(*admin, env).send("POST", "/v1/chains/"+pathEscape(id)+"/budget", body, nil, &v); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "raised the budget of chain %s\n", id)
@@ -80,7 +80,7 @@ func budgetCmd(args []string, stdout io.Writer, env func(string) string) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "chain %s: %d tokens, $%.4f in %d model calls that went out", v.TraceID, v.Tokens, v.CostUSD, v.Calls)
+	fmt.Fprintf(stdout, "chain %s: %d tokens, $%.4f in %d model calls that went out", v.Chain, v.Tokens, v.CostUSD, v.Calls)
 	if v.Raised.Tokens > 0 || v.Raised.CostUSD > 0 {
 		fmt.Fprintf(stdout, "; budget raised by %d tokens and $%.4f", v.Raised.Tokens, v.Raised.CostUSD)
 	}

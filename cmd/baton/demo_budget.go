@@ -146,12 +146,15 @@ func demoBudget(ctx context.Context, p func(string, ...any), start func(string) 
 		return fmt.Errorf("demo: the runaway's receipt: %v", err)
 	}
 	p("   its receipt: %s\n", describeSpend(chain))
+	if chain.Budget == nil || chain.Budget.Chain == "" {
+		return fmt.Errorf("demo: the runaway's receipt names no chain budget")
+	}
 	body, _ := json.Marshal(modelcall.Raise{Tokens: 2000})
 	var v modelcall.SpendView
-	if err := admin.send("POST", "/v1/traces/"+demoBudgetTrace+"/budget", body, nil, &v); err != nil {
+	if err := admin.send("POST", "/v1/chains/"+chain.Budget.Chain+"/budget", body, nil, &v); err != nil {
 		return fmt.Errorf("demo: raising the budget: %w", err)
 	}
-	p("   an approver raises it by %d tokens (baton budget raise %s --tokens 2000), and the request is\n", v.Raised.Tokens, demoBudgetTrace)
+	p("   an approver raises it by %d tokens (baton budget raise %s --tokens 2000), and the request is\n", v.Raised.Tokens, chain.Budget.Chain)
 	p("   re-sent with its key:\n")
 	if status, err = send(); err != nil {
 		return err

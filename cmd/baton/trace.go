@@ -274,7 +274,11 @@ func describeBudget(bv *record.BudgetView) string {
 	if bv.CostUSD > 0 {
 		parts = append(parts, fmt.Sprintf("$%.3f", bv.CostUSD))
 	}
-	return strings.Join(parts, ", ") + " (as set where the chain entered; raised budgets: baton budget show)"
+	s := strings.Join(parts, ", ") + " (as set where the chain entered)"
+	if bv.Chain != "" {
+		s += "; its count and raises: baton budget show " + bv.Chain
+	}
+	return s
 }
 
 // describeJournal renders what the call journal did while the agent

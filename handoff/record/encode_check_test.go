@@ -182,6 +182,9 @@ func decodedForm(decoded *Record, r Record) (Record, bool) {
 	if r.Models != nil {
 		m := r.Models.Clone()
 		m.BudgetNote = toValidUTF8(m.BudgetNote)
+		if m.Budget != nil {
+			m.Budget.Chain = toValidUTF8(m.Budget.Chain)
+		}
 		if len(m.List) == 0 {
 			m.List = nil
 		}

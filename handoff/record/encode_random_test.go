@@ -175,7 +175,7 @@ func randModels(rng *rand.Rand) *ModelSummary {
 		CachedTokens: int64(randInt(rng)), ReasoningTokens: int64(randInt(rng)), CostUSD: randFloat(rng),
 		BudgetNote: randString(rng), More: randInt(rng)}
 	if rng.IntN(2) == 0 {
-		m.Budget = &BudgetView{Tokens: int64(randInt(rng)), CostUSD: randFloat(rng)}
+		m.Budget = &BudgetView{Chain: randString(rng), Tokens: int64(randInt(rng)), CostUSD: randFloat(rng)}
 	}
 	switch rng.IntN(3) {
 	case 0:

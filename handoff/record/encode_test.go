@@ -102,6 +102,7 @@ var encodedFields = map[reflect.Type][]string{
 		"more,omitempty: int",
 	},
 	reflect.TypeFor[BudgetView](): {
+		"chain,omitempty: string",
 		"tokens,omitempty: int64",
 		"cost_usd,omitempty: float64",
 	},

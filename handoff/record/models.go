@@ -44,8 +44,10 @@ type ModelSummary struct {
 // MaxModelCalls bounds ModelSummary.List.
 const MaxModelCalls = 64
 
-// BudgetView is a chain budget as a record shows it.
+// BudgetView is a chain budget as a record shows it: the chain it is
+// counted for (baton budget show CHAIN) and its bounds.
 type BudgetView struct {
+	Chain   string  `json:"chain,omitempty"`
 	Tokens  int64   `json:"tokens,omitempty"`
 	CostUSD float64 `json:"cost_usd,omitempty"`
 }
@@ -144,7 +146,14 @@ func (s *ModelSummary) appendJSON(b []byte) []byte {
 	if s.Budget != nil {
 		b = append(b, `,"budget":{`...)
 		n := len(b)
+		if s.Budget.Chain != "" {
+			b = append(b, `"chain":`...)
+			b = appendString(b, s.Budget.Chain)
+		}
 		if s.Budget.Tokens != 0 {
+			if len(b) > n {
+				b = append(b, ',')
+			}
 			b = append(b, `"tokens":`...)
 			b = strconv.AppendInt(b, s.Budget.Tokens, 10)
 		}
@@ -240,8 +249,11 @@ func appendIntMember(b []byte, member string, n int64) []byte {
 // encodedSize is about the size of s's encoding.
 func (s *ModelSummary) encodedSize() int {
 	n := len(`{"calls":,"journal_hits":,"refused":,"unknown_usage":,"unpriced":,"input_tokens":,"output_tokens":,`+
-		`"cached_input_tokens":,"reasoning_tokens":,"cost_usd":,"budget":{"tokens":,"cost_usd":},"budget_note":"","more":}`) +
+		`"cached_input_tokens":,"reasoning_tokens":,"cost_usd":,"budget":{"chain":"","tokens":,"cost_usd":},"budget_note":"","more":}`) +
 		80 + len(s.BudgetNote)
+	if s.Budget != nil {
+		n += len(s.Budget.Chain)
+	}
 	for i := range s.List {
 		c := &s.List[i]
 		n += len(`{"at":"2006-01-02T15:04:05.999999999Z","ms":,"ttft_ms":,"api":"","provider":"","operation":"","model":"",`+

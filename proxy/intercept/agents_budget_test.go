@@ -204,13 +204,18 @@ func (bt *budgetTopo) runaway(t *testing.T) {
 			rec.Status, s, k+1, paid[k-1], chainTokens)
 	}
 
-	// The spend as the store counts it, then raised by an approver.
-	if out, err := bt.tp.peer.baton("budget", "show", trace, "--admin", researcherAdmin); err != nil ||
-		!strings.Contains(out, fmt.Sprintf("chain %s: %d tokens", trace, paid[k-1])) || !strings.Contains(out, fmt.Sprintf("in %d model calls", k)) {
+	// The spend as the store counts it, then raised by an approver; the
+	// chain is named by the receipt's budget.
+	chainID := s.Budget.Chain
+	if len(chainID) != 32 {
+		t.Fatalf("the receipt's budget names chain %q", chainID)
+	}
+	if out, err := bt.tp.peer.baton("budget", "show", chainID, "--admin", researcherAdmin); err != nil ||
+		!strings.Contains(out, fmt.Sprintf("chain %s: %d tokens", chainID, paid[k-1])) || !strings.Contains(out, fmt.Sprintf("in %d model calls", k)) {
 		t.Errorf("baton budget show: %v\n%s", err, out)
 	}
 	raise := 2 * (billed[k-1].in + billed[k-1].out) // about two calls more
-	args := []string{"budget", "raise", trace, "--tokens", fmt.Sprint(raise), "--admin", researcherAdmin}
+	args := []string{"budget", "raise", chainID, "--tokens", fmt.Sprint(raise), "--admin", researcherAdmin}
 	if out, err := bt.tp.peer.run(append([]string{"env", "-u", "BATON_APPROVER_TOKEN", "-u", "BATON_ADMIN_TOKEN", bin}, args...)...); err == nil ||
 		!strings.Contains(err.Error(), "raising a chain's budget takes an approver") {
 		t.Errorf("baton budget raise with no approver's token: %v\n%s; want it refused", err, out)
@@ -218,12 +223,14 @@ func (bt *budgetTopo) runaway(t *testing.T) {
 		t.Logf("baton budget raise with no approver's token: %v", err)
 	}
 	if out, err := bt.tp.peer.run(append([]string{"env", "BATON_APPROVER_TOKEN=" + bt.tokens["alice"], bin}, args...)...); err != nil ||
-		!strings.Contains(out, "raised the budget of chain "+trace) {
+		!strings.Contains(out, "raised the budget of chain "+chainID) {
 		t.Fatalf("baton budget raise as alice: %v\n%s", err, out)
 	}
 
-	// Resume: the same request, with its key.
-	again := bt.ask(t, bt.tokens["web"], "", key, trace, task)
+	// Resume: the same request, with its key, in a trace of its own (as a
+	// client without tracing re-sends): the same chain, its budget and count.
+	trace2 := randHex(16)
+	again := bt.ask(t, bt.tokens["web"], "", key, trace2, task)
 	t.Logf("the resumed run answered %d %s", again.status, again.raw)
 	billed = bt.llm.billed(mustKey(t, bt.llm))
 	paid = sums(billed)
@@ -237,7 +244,7 @@ func (bt *budgetTopo) runaway(t *testing.T) {
 		!strings.Contains(again.Message, fmt.Sprintf("%d of its %d model tokens", paid[n-1], limit)) {
 		t.Errorf("the resumed run answered %d %s; want the raised budget to stop it in turn", again.status, again.raw)
 	}
-	rs := bt.receipts(t, trace, 2)
+	rs := append(bt.receipts(t, trace, 1), bt.receipts(t, trace2, 1)...)
 	s = rs[1].Models
 	if s == nil || s.Calls != n+1 || s.JournalHits != k || s.Refused != 1 || s.InputTokens+s.OutputTokens != paid[n-1]-paid[k-1] {
 		t.Errorf("the resumed handling's receipt %+v; want %d calls: %d from the journal, %d paid (%d tokens), 1 refused",
@@ -253,8 +260,8 @@ func (bt *budgetTopo) runaway(t *testing.T) {
 	if chain == nil || chain.InputTokens+chain.OutputTokens != paid[n-1] || chain.Refused != 2 || chain.JournalHits != k {
 		t.Errorf("the chain's spend over its receipts %+v; want the %d tokens the model was paid, 2 refusals, %d journal hits", chain, paid[n-1], k)
 	}
-	if out, err := bt.tp.peer.baton("budget", "show", trace, "--admin", researcherAdmin); err != nil ||
-		!strings.Contains(out, fmt.Sprintf("chain %s: %d tokens", trace, paid[n-1])) || !strings.Contains(out, fmt.Sprintf("raised by %d tokens", raise)) {
+	if out, err := bt.tp.peer.baton("budget", "show", chainID, "--admin", researcherAdmin); err != nil ||
+		!strings.Contains(out, fmt.Sprintf("chain %s: %d tokens", chainID, paid[n-1])) || !strings.Contains(out, fmt.Sprintf("raised by %d tokens", raise)) {
 		t.Errorf("baton budget show after the resume: %v\n%s", err, out)
 	}
 	if c := bt.agent.mustCounts(t); c.Runs != 2 {

@@ -270,8 +270,11 @@ func (mc *modelChain) checkTraceCommand(t *testing.T, trace string, recs []recor
 	// to: every call that went out, and the tokens their answers reported
 	// (a call whose usage went unreported adds none: its tokens are not
 	// known).
-	show, err := mc.tp.peer.baton("budget", "show", trace, "--admin", mc.admin)
-	want := fmt.Sprintf("chain %s: %d tokens, $%.4f in %d model calls that went out\n", trace,
+	if chain.Budget == nil || len(chain.Budget.Chain) != 32 {
+		t.Fatalf("the chain's budget %+v names no chain", chain.Budget)
+	}
+	show, err := mc.tp.peer.baton("budget", "show", chain.Budget.Chain, "--admin", mc.admin)
+	want := fmt.Sprintf("chain %s: %d tokens, $%.4f in %d model calls that went out\n", chain.Budget.Chain,
 		chain.InputTokens+chain.OutputTokens, chain.CostUSD, chain.Calls)
 	if err != nil || show != want {
 		t.Errorf("baton budget show: %v\n%s; want %q", err, show, want)
