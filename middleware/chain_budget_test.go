@@ -30,6 +30,9 @@ func TestParseChainBudget(t *testing.T) {
 		{in: "cost_usd=NaN", err: "cost_usd must be"},
 		{in: "cost_usd=1000001", err: "cost_usd must be"},
 		{in: "other=1", err: "names neither"},
+		{in: `tokens=5, chain="0123456789abcdef0123456789abcdef"`, want: ChainBudget{Tokens: 5, Chain: "0123456789abcdef0123456789abcdef"}},
+		{in: `tokens=5, chain=0123456789abcdef0123456789abcdef`, err: "chain must be"},
+		{in: `tokens=5, chain="0123"`, err: "chain must be"},
 	} {
 		got, err := ParseChainBudget(tc.in)
 		switch {
@@ -39,7 +42,8 @@ func TestParseChainBudget(t *testing.T) {
 			t.Errorf("%q: %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
-	for _, b := range []ChainBudget{{Tokens: 5}, {CostNano: 2_500_000_000}, {Tokens: 10, CostNano: 1_234_000_000}} {
+	for _, b := range []ChainBudget{{Tokens: 5}, {CostNano: 2_500_000_000}, {Tokens: 10, CostNano: 1_234_000_000},
+		{Tokens: 7, Chain: "ffffffffffffffffffffffffffffffff"}} {
 		if got, err := ParseChainBudget(b.String()); err != nil || got != b {
 			t.Errorf("%+v renders %q, which reads back as %+v, %v", b, b.String(), got, err)
 		}
@@ -66,7 +70,7 @@ func FuzzParseChainBudget(f *testing.F) {
 			t.Fatalf("%q read as %+v", s, b)
 		}
 		again, err := ParseChainBudget(b.String())
-		if err != nil || again.Tokens != b.Tokens || again.CostNano < b.CostNano || again.CostNano-b.CostNano >= 1_000_000 {
+		if err != nil || again.Tokens != b.Tokens || again.Chain != b.Chain || again.CostNano < b.CostNano || again.CostNano-b.CostNano >= 1_000_000 {
 			t.Fatalf("%q read as %+v renders %q, read back as %+v, %v", s, b, b.String(), again, err)
 		}
 	})
