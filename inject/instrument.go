@@ -2,6 +2,7 @@ package inject
 
 import (
 	"fmt"
+	"github.com/batonproxy/baton/inject/agentenv"
 	"net/url"
 	"sort"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // annotated baton.dev/instrument, an init container (after Baton's sidecar)
 // copies the Operator's auto-instrumentation image for the language into an
 // emptyDir, which every app container mounts read-only at the Operator's
-// path, with the variables of LoadEnv and TelemetryEnv. A pod that carries
+// path, with the variables of agentenv.LoadEnv and agentenv.TelemetryEnv. A pod that carries
 // one of the Operator's own inject annotations is left to the Operator.
 
 // AnnotationInstrument names the language whose zero-code OpenTelemetry
@@ -76,19 +77,19 @@ type InstrumentationImages struct {
 // applyDefaults writes the default image of each language left out, so
 // that the configuration shows what is used.
 func (m *InstrumentationImages) applyDefaults() {
-	m.NodeJS, m.Python = m.of(LangNodeJS), m.of(LangPython)
-	m.Java, m.DotNet = m.of(LangJava), m.of(LangDotNet)
+	m.NodeJS, m.Python = m.of(agentenv.LangNodeJS), m.of(agentenv.LangPython)
+	m.Java, m.DotNet = m.of(agentenv.LangJava), m.of(agentenv.LangDotNet)
 }
 
 func defaultInstrumentationImage(lang string) string {
 	switch lang {
-	case LangNodeJS:
+	case agentenv.LangNodeJS:
 		return DefaultNodeJSImage
-	case LangPython:
+	case agentenv.LangPython:
 		return DefaultPythonImage
-	case LangJava:
+	case agentenv.LangJava:
 		return DefaultJavaImage
-	case LangDotNet:
+	case agentenv.LangDotNet:
 		return DefaultDotNetImage
 	}
 	return ""
@@ -98,13 +99,13 @@ func defaultInstrumentationImage(lang string) string {
 func (m *InstrumentationImages) of(lang string) string {
 	img := ""
 	switch lang {
-	case LangNodeJS:
+	case agentenv.LangNodeJS:
 		img = m.NodeJS
-	case LangPython:
+	case agentenv.LangPython:
 		img = m.Python
-	case LangJava:
+	case agentenv.LangJava:
 		img = m.Java
-	case LangDotNet:
+	case agentenv.LangDotNet:
 		img = m.DotNet
 	}
 	if img == "" {
@@ -116,7 +117,7 @@ func (m *InstrumentationImages) of(lang string) string {
 // validate reports each problem, naming its field.
 func (i *Instrumentation) validate() []error {
 	var errs []error
-	for _, lang := range Languages() {
+	for _, lang := range agentenv.Languages() {
 		if img := i.Images.of(lang); strings.ContainsAny(img, " \t\n") {
 			errs = append(errs, fmt.Errorf("inject: config: instrumentation.images.%s: must be an image, like %s, got %q",
 				lang, defaultInstrumentationImage(lang), img))
@@ -145,8 +146,8 @@ func instrumentOptions(a map[string]string) (lang, operator string, err error) {
 	if !ok {
 		return "", "", nil
 	}
-	if CheckLanguage(v) != nil {
-		return "", "", &AnnotationError{AnnotationInstrument, v, expectLanguage}
+	if agentenv.CheckLanguage(v) != nil {
+		return "", "", &AnnotationError{AnnotationInstrument, v, agentenv.ExpectLanguage}
 	}
 	var found []string
 	for k, val := range a {
@@ -184,7 +185,7 @@ func (o Options) InstrumentNote() string {
 func (in *Injector) instrumentContainer(o Options) corev1.Container {
 	dir := InstrumentDir(o.Instrument)
 	cmd := []string{"cp", "-r", "/autoinstrumentation/.", dir}
-	if o.Instrument == LangJava {
+	if o.Instrument == agentenv.LangJava {
 		cmd = []string{"cp", "/javaagent.jar", dir + "/javaagent.jar"}
 	}
 	return corev1.Container{
@@ -216,7 +217,7 @@ func (in *Injector) instrument(spec *corev1.PodSpec, o Options) ([]string, error
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
 		env := containerEnv(c)
-		load, err := LoadEnv(o.Instrument, dir, env)
+		load, err := agentenv.LoadEnv(o.Instrument, dir, env)
 		if err != nil {
 			return nil, fmt.Errorf("container %s: %w", c.Name, err)
 		}
@@ -227,7 +228,7 @@ func (in *Injector) instrument(spec *corev1.PodSpec, o Options) ([]string, error
 				break
 			}
 		}
-		setEnv(c, append(load, TelemetryEnv(o.Agent, in.cfg.Instrumentation.OTLPEndpoint, env)...))
+		setEnv(c, append(load, agentenv.TelemetryEnv(o.Agent, in.cfg.Instrumentation.OTLPEndpoint, env)...))
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: instrumentVolume, MountPath: dir, ReadOnly: true})
 	}
 	return skipped, nil
@@ -235,7 +236,7 @@ func (in *Injector) instrument(spec *corev1.PodSpec, o Options) ([]string, error
 
 // containerEnv looks up c's env. A variable from valueFrom counts as set,
 // with a value that cannot be added to: setEnv leaves it alone.
-func containerEnv(c *corev1.Container) EnvLookup {
+func containerEnv(c *corev1.Container) agentenv.EnvLookup {
 	return func(name string) (string, bool) {
 		for _, e := range c.Env {
 			if e.Name == name {
@@ -247,9 +248,9 @@ func containerEnv(c *corev1.Container) EnvLookup {
 }
 
 // setEnv sets vars in c: a variable c has is given the new value in place
-// (one LoadEnv added to), unless it comes from valueFrom, which is left
+// (one agentenv.LoadEnv added to), unless it comes from valueFrom, which is left
 // alone; others are appended.
-func setEnv(c *corev1.Container, vars []EnvVar) {
+func setEnv(c *corev1.Container, vars []agentenv.EnvVar) {
 	for _, v := range vars {
 		i := envIndex(c, v.Name)
 		switch {

@@ -3,6 +3,7 @@ package inject
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/batonproxy/baton/inject/agentenv"
 	"net/http"
 	"slices"
 	"strings"
@@ -84,16 +85,16 @@ func TestWebhookInstruments(t *testing.T) {
 		command     []string
 		env         map[string]string
 	}{
-		{LangNodeJS, DefaultNodeJSImage,
+		{agentenv.LangNodeJS, DefaultNodeJSImage,
 			[]string{"cp", "-r", "/autoinstrumentation/.", "/otel-auto-instrumentation-nodejs"},
 			map[string]string{"NODE_OPTIONS": "--require /otel-auto-instrumentation-nodejs/autoinstrumentation.js"}},
-		{LangPython, DefaultPythonImage,
+		{agentenv.LangPython, DefaultPythonImage,
 			[]string{"cp", "-r", "/autoinstrumentation/.", "/otel-auto-instrumentation-python"},
 			map[string]string{"PYTHONPATH": "/otel-auto-instrumentation-python/opentelemetry/instrumentation/auto_instrumentation:/otel-auto-instrumentation-python"}},
-		{LangJava, DefaultJavaImage,
+		{agentenv.LangJava, DefaultJavaImage,
 			[]string{"cp", "/javaagent.jar", "/otel-auto-instrumentation-java/javaagent.jar"},
 			map[string]string{"JAVA_TOOL_OPTIONS": "-javaagent:/otel-auto-instrumentation-java/javaagent.jar"}},
-		{LangDotNet, DefaultDotNetImage,
+		{agentenv.LangDotNet, DefaultDotNetImage,
 			[]string{"cp", "-r", "/autoinstrumentation/.", "/otel-auto-instrumentation-dotnet"},
 			map[string]string{
 				"CORECLR_ENABLE_PROFILING": "1",
@@ -162,7 +163,7 @@ func TestWebhookInstruments(t *testing.T) {
 func TestWebhookInstrumentKeepsContainerEnv(t *testing.T) {
 	t.Parallel()
 	s := startWebhook(t, testConfig())
-	pod := agentPod(LangNodeJS,
+	pod := agentPod(agentenv.LangNodeJS,
 		corev1.EnvVar{Name: "NODE_OPTIONS", Value: "--max-old-space-size=512"},
 		corev1.EnvVar{Name: "OTEL_SERVICE_NAME", Value: "analyst-eu"},
 		corev1.EnvVar{Name: "OTEL_TRACES_EXPORTER", Value: "console"},
@@ -216,7 +217,7 @@ func TestWebhookInstrumentKeepsContainerEnv(t *testing.T) {
 func TestWebhookInstrumentNotHalfway(t *testing.T) {
 	t.Parallel()
 	s := startWebhook(t, testConfig())
-	pod := agentPod(LangDotNet, corev1.EnvVar{Name: "DOTNET_STARTUP_HOOKS", ValueFrom: &corev1.EnvVarSource{
+	pod := agentPod(agentenv.LangDotNet, corev1.EnvVar{Name: "DOTNET_STARTUP_HOOKS", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hooks"}, Key: "hooks"}}})
 	req, resp := reviewPod(t, s, pod)
 	got, _ := patched(t, req, resp)
@@ -238,7 +239,7 @@ func TestWebhookInstrumentExports(t *testing.T) {
 	cfg.Instrumentation.OTLPEndpoint = "http://otel-collector.observability:4318"
 	cfg.Instrumentation.Images.Python = "registry.example.com/otel/python:1.2.3"
 	s := startWebhook(t, cfg)
-	req, resp := reviewPod(t, s, agentPod(LangPython))
+	req, resp := reviewPod(t, s, agentPod(agentenv.LangPython))
 	pod, _ := patched(t, req, resp)
 	if img := pod.Spec.InitContainers[1].Image; img != "registry.example.com/otel/python:1.2.3" {
 		t.Errorf("image %s, want the configuration's", img)
@@ -260,7 +261,7 @@ func TestWebhookInstrumentExports(t *testing.T) {
 func TestWebhookLeavesInstrumentationToOperator(t *testing.T) {
 	t.Parallel()
 	s := startWebhook(t, testConfig())
-	pod := agentPod(LangPython)
+	pod := agentPod(agentenv.LangPython)
 	pod.Annotations["instrumentation.opentelemetry.io/inject-python"] = "observability/python"
 	req, resp := reviewPod(t, s, pod)
 	got, _ := patched(t, req, resp)
@@ -276,7 +277,7 @@ func TestWebhookLeavesInstrumentationToOperator(t *testing.T) {
 	}
 
 	// "false" is the Operator declining: Baton instruments.
-	pod = agentPod(LangPython)
+	pod = agentPod(agentenv.LangPython)
 	pod.Annotations["instrumentation.opentelemetry.io/inject-python"] = "false"
 	req, resp = reviewPod(t, s, pod)
 	if got, _ := patched(t, req, resp); volume(got, "baton-instrument") == nil {
@@ -317,7 +318,7 @@ func TestManifestsInstrument(t *testing.T) {
 	src := strings.Replace(instrumentedDeployment, `annotations: {instrumentation.opentelemetry.io/inject-nodejs: "true"}`, "", 1)
 
 	var out bytes.Buffer
-	res, err := in.Manifests(strings.NewReader(src), &out, Overrides{Instrument: LangJava})
+	res, err := in.Manifests(strings.NewReader(src), &out, Overrides{Instrument: agentenv.LangJava})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +327,14 @@ func TestManifestsInstrument(t *testing.T) {
 	}
 	_, templates := decodeAll(t, out.Bytes())
 	pt := templates["analyst"]
-	if pt.Annotations[AnnotationInstrument] != LangJava || !slices.Equal(names(pt.Spec.InitContainers), []string{"baton", "baton-instrument"}) ||
+	if pt.Annotations[AnnotationInstrument] != agentenv.LangJava || !slices.Equal(names(pt.Spec.InitContainers), []string{"baton", "baton-instrument"}) ||
 		envValue(&pt.Spec.Containers[0], "JAVA_TOOL_OPTIONS") != "-javaagent:/otel-auto-instrumentation-java/javaagent.jar" {
 		t.Errorf("template %+v", pt)
 	}
 
 	// The Operator's annotation: Baton leaves instrumentation to it, and says so.
 	out.Reset()
-	res, err = in.Manifests(strings.NewReader(instrumentedDeployment), &out, Overrides{Instrument: LangNodeJS})
+	res, err = in.Manifests(strings.NewReader(instrumentedDeployment), &out, Overrides{Instrument: agentenv.LangNodeJS})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/batonproxy/baton/inject/agentenv"
 	"io"
 	"strconv"
 	"strings"
@@ -46,7 +47,7 @@ func (ov Overrides) Validate() error {
 		errs = append(errs, fmt.Errorf("--config-map: must be a ConfigMap name, got %q", ov.ConfigMap))
 	}
 	if ov.Instrument != "" {
-		if err := CheckLanguage(ov.Instrument); err != nil {
+		if err := agentenv.CheckLanguage(ov.Instrument); err != nil {
 			errs = append(errs, fmt.Errorf("--instrument: %w", err))
 		}
 	}

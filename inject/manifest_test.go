@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/batonproxy/baton/inject/agentenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -156,7 +157,7 @@ func TestManifestsGolden(t *testing.T) {
 	}{
 		{"deployment", "deployment.yaml", Overrides{}, []string{"analyst"}},
 		{"deployment-transparent", "deployment.yaml", Overrides{Intercept: ModeTransparent, AgentPort: 9090}, []string{"analyst"}},
-		{"deployment-python", "deployment.yaml", Overrides{Instrument: LangPython}, []string{"analyst"}},
+		{"deployment-python", "deployment.yaml", Overrides{Instrument: agentenv.LangPython}, []string{"analyst"}},
 		{"statefulset", "statefulset.yaml", Overrides{}, []string{"memory"}},
 		{"job", "job.yaml", Overrides{Agent: "reviewer", ConfigMap: "baton-reviewer"}, []string{"nightly-review"}},
 		{"cronjob", "cronjob.yaml", Overrides{}, []string{"digest"}},

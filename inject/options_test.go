@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"github.com/batonproxy/baton/inject/agentenv"
 	"strings"
 	"testing"
 
@@ -180,7 +181,7 @@ func TestInterceptTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		agent := &spec.Containers[0]
-		for _, name := range TrustBundleVars {
+		for _, name := range agentenv.TrustBundleVars {
 			if e := envOf(agent, name); e == nil || e.Value != "/var/run/baton/ca/bundle.pem" {
 				t.Errorf("%s: %s = %+v", mode, name, e)
 			}

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"github.com/batonproxy/baton/inject/agentenv"
 	"path/filepath"
 	"strconv"
 
@@ -27,12 +28,6 @@ var CADir = filepath.Dir(config.DefaultInterceptBundle)
 // caVolume is the bundle's volume.
 const caVolume = "baton-ca"
 
-// TrustBundleVars are the variables that point runtimes at a CA bundle
-// file: OpenSSL, Go and Ruby (SSL_CERT_FILE), Python's requests
-// (REQUESTS_CA_BUNDLE), Node.js (NODE_EXTRA_CA_CERTS, added to its own
-// roots) and curl (CURL_CA_BUNDLE).
-var TrustBundleVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE"}
-
 // trustCA adds the bundle's volume, mounts it in the agent's containers
 // and points them at it.
 func trustCA(spec *corev1.PodSpec, o Options) {
@@ -44,7 +39,7 @@ func trustCA(spec *corev1.PodSpec, o Options) {
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: caVolume, MountPath: CADir, ReadOnly: true})
-		for _, name := range TrustBundleVars {
+		for _, name := range agentenv.TrustBundleVars {
 			if !hasEnv(c, name) {
 				c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: config.DefaultInterceptBundle})
 			}

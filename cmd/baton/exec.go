@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/batonproxy/baton/inject/agentenv"
 	"io"
 	"net"
 	"net/netip"
@@ -16,7 +17,6 @@ import (
 	"syscall"
 
 	"github.com/batonproxy/baton/config"
-	"github.com/batonproxy/baton/inject"
 )
 
 // execUsage is the exec part of baton's usage text.
@@ -144,10 +144,10 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 		return childEnv{}, err
 	}
 
-	var vars []inject.EnvVar
+	var vars []agentenv.EnvVar
 	set := func(name, value string) {
 		if _, ok := lookup(name); !ok {
-			vars = append(vars, inject.EnvVar{Name: name, Value: value})
+			vars = append(vars, agentenv.EnvVar{Name: name, Value: value})
 		}
 	}
 	set("HTTP_PROXY", proxy)
@@ -166,7 +166,7 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 		if bundle == "" {
 			bundle = config.DefaultInterceptBundle
 		}
-		for _, name := range inject.TrustBundleVars {
+		for _, name := range agentenv.TrustBundleVars {
 			set(name, bundle)
 		}
 	}
@@ -183,19 +183,19 @@ func execEnv(f execFlags, environ []string) (childEnv, error) {
 		}
 		vars = append(vars, load...)
 	}
-	vars = append(vars, inject.TelemetryEnv(agent, "", lookup)...)
+	vars = append(vars, agentenv.TelemetryEnv(agent, "", lookup)...)
 	return childEnv{environ: withEnv(environ, vars), proxy: proxy}, nil
 }
 
 // instrumentEnv checks the instrumentation asked for and returns the
 // variables that load it.
-func instrumentEnv(lang, dir string, lookup inject.EnvLookup) ([]inject.EnvVar, error) {
-	if err := inject.CheckLanguage(lang); err != nil {
+func instrumentEnv(lang, dir string, lookup agentenv.EnvLookup) ([]agentenv.EnvVar, error) {
+	if err := agentenv.CheckLanguage(lang); err != nil {
 		return nil, fmt.Errorf("--instrument: %w", err)
 	}
-	if dir == "" && lang != inject.LangNodeJS {
+	if dir == "" && lang != agentenv.LangNodeJS {
 		return nil, fmt.Errorf("--instrument %s needs --otel-path DIR: a directory holding %s, as the "+
-			"OpenTelemetry Operator's autoinstrumentation-%s image lays it out", lang, inject.InstrumentationMarker(lang), lang)
+			"OpenTelemetry Operator's autoinstrumentation-%s image lays it out", lang, agentenv.InstrumentationMarker(lang), lang)
 	}
 	if dir != "" {
 		abs, err := filepath.Abs(dir)
@@ -205,12 +205,12 @@ func instrumentEnv(lang, dir string, lookup inject.EnvLookup) ([]inject.EnvVar, 
 		if strings.ContainsAny(abs, " \t\n\"':;") {
 			return nil, fmt.Errorf("--otel-path: %q has a space, quote, ':' or ';', which the variables that load it cannot hold", abs)
 		}
-		if _, err := os.Stat(filepath.Join(abs, inject.InstrumentationMarker(lang))); err != nil {
+		if _, err := os.Stat(filepath.Join(abs, agentenv.InstrumentationMarker(lang))); err != nil {
 			return nil, fmt.Errorf("--otel-path: %s holds no %s instrumentation: %w", abs, lang, err)
 		}
 		dir = abs
 	}
-	vars, err := inject.LoadEnv(lang, dir, lookup)
+	vars, err := agentenv.LoadEnv(lang, dir, lookup)
 	if err != nil {
 		return nil, fmt.Errorf("--instrument: %w", err)
 	}
@@ -220,7 +220,7 @@ func instrumentEnv(lang, dir string, lookup inject.EnvLookup) ([]inject.EnvVar, 
 // readExecConfig reads the configuration for its egress and agent only: a
 // file `baton serve` would refuse for other reasons (a missing upstream or
 // admin token in this environment) still names them.
-func readExecConfig(path string, lookup inject.EnvLookup) (*config.Config, error) {
+func readExecConfig(path string, lookup agentenv.EnvLookup) (*config.Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
@@ -268,7 +268,7 @@ func lookupEnviron(environ []string, name string) (string, bool) {
 
 // withEnv returns environ with vars set: earlier entries of their names
 // dropped, the new ones appended.
-func withEnv(environ []string, vars []inject.EnvVar) []string {
+func withEnv(environ []string, vars []agentenv.EnvVar) []string {
 	set := make(map[string]bool, len(vars))
 	for _, v := range vars {
 		set[v.Name] = true

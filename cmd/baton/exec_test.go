@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/batonproxy/baton/inject/agentenv"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -13,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-
-	"github.com/batonproxy/baton/inject"
 )
 
 // baseEnviron is the environment the commands under test start from.
@@ -47,7 +46,7 @@ func envOutput(s string) map[string]string {
 func otelDir(t *testing.T, lang string) string {
 	t.Helper()
 	dir := t.TempDir()
-	marker := filepath.Join(dir, inject.InstrumentationMarker(lang))
+	marker := filepath.Join(dir, agentenv.InstrumentationMarker(lang))
 	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func TestExecEnvironment(t *testing.T) {
 		"{name: azure-openai, url: 'https://r.openai.azure.com/'}, {name: llm, url: 'https://llm.internal/v1/'}]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pyDir, javaDir := otelDir(t, inject.LangPython), otelDir(t, inject.LangJava)
+	pyDir, javaDir := otelDir(t, agentenv.LangPython), otelDir(t, agentenv.LangJava)
 	const unset = "<unset>"
 	defaults := map[string]string{
 		"HTTP_PROXY": "http://127.0.0.1:15001", "http_proxy": "http://127.0.0.1:15001",
@@ -120,7 +119,7 @@ func TestExecEnvironment(t *testing.T) {
 		{name: "nodejs from node_modules, NODE_OPTIONS appended", args: []string{"--instrument", "nodejs"},
 			environ: []string{"NODE_OPTIONS=--max-old-space-size=64"},
 			want:    map[string]string{"NODE_OPTIONS": "--max-old-space-size=64 --require @opentelemetry/auto-instrumentations-node/register"}},
-		{name: "nodejs from a directory", args: []string{"--instrument", "nodejs", "--otel-path", otelDir(t, inject.LangNodeJS)},
+		{name: "nodejs from a directory", args: []string{"--instrument", "nodejs", "--otel-path", otelDir(t, agentenv.LangNodeJS)},
 			want: map[string]string{"NODE_OPTIONS": "--require " + unset}}, // checked below: the directory is a temporary one
 		{name: "python", args: []string{"--instrument", "python", "--otel-path", pyDir}, environ: []string{"PYTHONPATH=/app"},
 			want: map[string]string{"PYTHONPATH": pyDir + "/opentelemetry/instrumentation/auto_instrumentation:/app:" + pyDir}},
@@ -324,7 +323,7 @@ func TestExecUsage(t *testing.T) {
 
 func TestExecErrors(t *testing.T) {
 	t.Parallel()
-	pyDir := otelDir(t, inject.LangPython)
+	pyDir := otelDir(t, agentenv.LangPython)
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -60,19 +60,6 @@ Usage:
   baton serve --config FILE      run the sidecar: egress, ingress and admin listeners
   baton validate --config FILE   check a configuration file; exit 0 when good, 1 with
                                  one line per problem (path: expected, got value)
-  baton demo [-v]                run a four-agent workflow, each agent with its Baton
-                                 on loopback: a chain that stops at a dead letter and
-                                 resumes there (replayed, then re-sent with its key)
-                                 with no step run twice, the trace tree, a retry
-                                 answered from the dedupe window, a stream, copied web
-                                 text labelled untrusted and spotlighted, a refund
-                                 held by a confirmation gate and approved from the CLI,
-                                 a failed trip abandoned: its charge refunded, then
-                                 its room cancelled; a 2 MB transcript passed by
-                                 reference, an envelope trimmed to a token budget, what
-                                 the chain's model calls cost per agent, and a runaway
-                                 agent stopped by its chain's budget, then resumed
-                                 (-v: the Batons' JSON logs on stderr)
   baton trace TRACE_ID [--verify] [--admin HOST:PORT]... [--json]
                                  print a trace's handoff records as a tree (from one or
                                  more Batons); --verify checks each hash chain, exit 1
@@ -81,12 +68,12 @@ Usage:
   baton dlq show|replay|drop ID [--admin HOST:PORT]
                                  list, inspect, replay or drop the dead letters of that
                                  Baton's agent (another agent's are refused, naming it)
-` + approveUsage + budgetUsage + abandonUsage + chaosUsage + topUsage + `  baton envelope validate [flags] FILE...
+` + approveUsage + budgetUsage + abandonUsage + topUsage + `  baton envelope validate [flags] FILE...
                                  check handoff envelopes (bare, or inside an A2A
                                  request): ok with completeness, or every violation
                                  with its JSON pointer; exit 1 if any file has one
   baton envelope example         print a complete, valid envelope
-` + keygenUsage + keygenTLSUsage + iptablesUsage + injectUsage + execUsage + `  baton version                  print the version
+` + keygenUsage + keygenTLSUsage + iptablesUsage + execUsage + toolsUsage + `  baton version                  print the version
   baton help                     this text
 
 serve
@@ -144,8 +131,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return traceCmd(rest, stdout, env)
 	case "dlq":
 		return dlqCmd(rest, stdout, env)
-	case "chaos":
-		return chaosCmd(ctx, rest, stdout, stderr)
 	case "approvals":
 		return approvalsCmd(rest, stdout, env)
 	case "approve", "deny":
@@ -156,12 +141,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return abandonCmd(rest, stdout, env)
 	case "top":
 		return topCmd(ctx, rest, stdout, env)
-	case "demo":
-		return demo(ctx, rest, stdout, stderr)
-	case "inject":
-		return injectCmd(rest, os.Stdin, stdout, stderr)
-	case "inject-webhook":
-		return injectWebhookCmd(ctx, rest, stdout, stderr, env)
+	case "demo", "chaos", "inject", "inject-webhook":
+		return toolCmd(ctx, cmd, rest, stdout, stderr, env) // not in the sidecar's build (tools.go)
 	case "iptables":
 		return iptablesCmd(ctx, rest, stdout, stderr)
 	case "exec":

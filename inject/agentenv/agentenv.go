@@ -1,4 +1,11 @@
-package inject
+// Package agentenv is the environment Baton gives an agent's process: the
+// variables of zero-code OpenTelemetry, that make its runtime forward the
+// trace context and baggage its handoffs are tied by, and the variables that
+// point its TLS clients at the bundle of intercepted destinations' CA. The
+// injector (package inject) sets them in a pod's containers and `baton exec`
+// for a process on a host; it imports nothing of Kubernetes, so that the
+// sidecar's binary does not carry it.
+package agentenv
 
 import (
 	"fmt"
@@ -30,8 +37,8 @@ func Languages() []string {
 	return []string{LangNodeJS, LangPython, LangJava, LangDotNet}
 }
 
-// expectLanguage is the message for a language Baton does not instrument.
-const expectLanguage = "must be nodejs, python, java or dotnet"
+// ExpectLanguage is the message for a language Baton does not instrument.
+const ExpectLanguage = "must be nodejs, python, java or dotnet"
 
 // CheckLanguage returns an error naming the accepted values unless lang is
 // one of Languages.
@@ -41,7 +48,7 @@ func CheckLanguage(lang string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s, got %q", expectLanguage, lang)
+	return fmt.Errorf("%s, got %q", ExpectLanguage, lang)
 }
 
 // NodeRegister is the documented zero-code entry point of
@@ -215,3 +222,9 @@ func TelemetryEnv(service, endpoint string, env EnvLookup) []EnvVar {
 	}
 	return out
 }
+
+// TrustBundleVars are the variables that point runtimes at a CA bundle
+// file: OpenSSL, Go and Ruby (SSL_CERT_FILE), Python's requests
+// (REQUESTS_CA_BUNDLE), Node.js (NODE_EXTRA_CA_CERTS, added to its own
+// roots) and curl (CURL_CA_BUNDLE).
+var TrustBundleVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE"}
