@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/batonproxy/baton/middleware"
 	"io"
 	"net/http"
 	"os"
@@ -72,7 +73,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := newLogger(logOut, "info")
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-	tp := &idProvider{} // as serve with no exporter
+	tp := &middleware.IDTracerProvider{} // as serve with no exporter
 	store := state.NewMemory(config.Memory{MaxEntries: 100_000, MaxBytes: 64 << 20})
 	defer store.Close()
 

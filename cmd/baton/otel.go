@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/batonproxy/baton/middleware"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -26,7 +27,7 @@ type telemetry struct {
 // setupTelemetry builds the tracer provider from the standard OTEL_*
 // variables, and the meter provider (setupMetrics). A tracer provider exists
 // even with no exporter: Baton needs real span and trace ids to propagate,
-// whether or not anything is exported. With no exporter it is idProvider,
+// whether or not anything is exported. With no exporter it is middleware.IDTracerProvider,
 // which propagates what the SDK would and records nothing.
 func setupTelemetry(ctx context.Context, env func(string) string, agent string) (*telemetry, error) {
 	res, err := resource.New(ctx,
@@ -44,7 +45,7 @@ func setupTelemetry(ctx context.Context, env func(string) string, agent string) 
 		return nil, err
 	}
 	t := &telemetry{
-		provider:   &idProvider{},
+		provider:   &middleware.IDTracerProvider{},
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		meters:     m,
 		shutdown:   m.shutdown,

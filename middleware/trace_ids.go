@@ -1,4 +1,4 @@
-package main
+package middleware
 
 import (
 	"context"
@@ -11,20 +11,21 @@ import (
 	"go.opentelemetry.io/otel/trace/embedded"
 )
 
-// idProvider is the tracer provider of a Baton that exports no spans. What
+// IDTracerProvider is the tracer provider of a Baton that exports no spans
+// (baton serve with no exporter, the demo, benchmarks of the request path). What
 // crosses the wire is exactly what the SDK would send with its default
 // sampler (parent-based, always on): the caller's trace id, flags and
 // tracestate kept, a fresh span id per span so that the next hop's parent-id
 // is Baton's, a new sampled trace when there is no valid parent. What it
 // leaves out is the recording: a span nobody will export holds no attributes,
 // events, timestamps or status, and costs one small allocation.
-type idProvider struct{ embedded.TracerProvider }
+type IDTracerProvider struct{ embedded.TracerProvider }
 
-func (p *idProvider) Tracer(string, ...trace.TracerOption) trace.Tracer { return idTracer{p: p} }
+func (p *IDTracerProvider) Tracer(string, ...trace.TracerOption) trace.Tracer { return idTracer{p: p} }
 
 type idTracer struct {
 	embedded.Tracer
-	p *idProvider
+	p *IDTracerProvider
 }
 
 func (t idTracer) Start(ctx context.Context, _ string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
@@ -67,7 +68,7 @@ func newSpanID() (id trace.SpanID) {
 type idSpan struct {
 	embedded.Span
 	sc trace.SpanContext
-	p  *idProvider
+	p  *IDTracerProvider
 }
 
 func (s *idSpan) SpanContext() trace.SpanContext          { return s.sc }
