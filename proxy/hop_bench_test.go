@@ -1,0 +1,124 @@
+package proxy_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/proxy"
+)
+
+// hopBaton starts a Baton as baton serve runs one with no exporter: the
+// tracer provider that records nothing, the access log written (to
+// nowhere) as serve writes it, the memory store, every default on.
+func hopBaton(tb testing.TB, yaml string) *baton {
+	tb.Helper()
+	return startBatonWith(tb, yaml+"\nlog_level: info\n", benchMemory(), func(o *proxy.Options) {
+		o.TracerProvider = &middleware.IDTracerProvider{}
+		o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		o.AccessLog = io.Discard
+	})
+}
+
+// benchAgent answers every request with a small JSON body, reading the
+// request's.
+func benchAgent(tb testing.TB) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true,"marker":"agent"}`)
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// hopBody is the bench harness's request: 512 bytes of plain JSON.
+var hopBody = `{"task":"` + strings.Repeat("x", 500) + `"}`
+
+// BenchmarkHop is one request through one Baton's egress to a peer (the
+// peer's URL is the agent itself): the bench harness's baton-1hop, in
+// this process, on defaults. allocs/op counts the client, Baton and the
+// agent; BenchmarkHopBare is the same client and agent with no Baton, so
+// that the difference is Baton's.
+func BenchmarkHop(b *testing.B) {
+	ag := benchAgent(b)
+	bt := hopBaton(b, "agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: "+ag.URL+"}}\nedges: [{to: b}]")
+	runHops(b, "http://"+bt.EgressAddr()+"/task", "b")
+}
+
+// BenchmarkHopTwoBatons is one request through Baton A's egress and Baton
+// B's ingress to B's agent: the harness's baton-2hop.
+func BenchmarkHopTwoBatons(b *testing.B) {
+	ag := benchAgent(b)
+	bB := hopBaton(b, "agent: b\nupstream: "+ag.URL+"\nedges: [{from: a}]")
+	aB := hopBaton(b, "agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}]")
+	runHops(b, "http://"+aB.EgressAddr()+"/task", "b")
+}
+
+// BenchmarkHopBare is BenchmarkHop's client and agent, with no Baton.
+func BenchmarkHopBare(b *testing.B) {
+	ag := benchAgent(b)
+	runHops(b, ag.URL+"/task", "")
+}
+
+func runHops(b *testing.B, url, host string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	call := func() {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(hopBody))
+		if host != "" {
+			req.Host = host
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	for range 100 {
+		call() // connections, pools
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		call()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// BenchmarkHopFloor is BenchmarkHop's client and agent through a bare
+// httputil.ReverseProxy with Baton's transport and buffer pool: the Go
+// floor of the bench harness, in this process.
+func BenchmarkHopFloor(b *testing.B) {
+	ag := benchAgent(b)
+	target, _ := url.Parse(ag.URL)
+	rp := &httputil.ReverseProxy{
+		Rewrite:    func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport:  proxy.NewTransport(proxy.TransportOptions{Dial: 5 * time.Second, UpstreamHeader: 60 * time.Second}),
+		BufferPool: proxy.NewBufferPool(),
+	}
+	floor := httptest.NewServer(rp)
+	b.Cleanup(floor.Close)
+	runHops(b, floor.URL+"/task", "b")
+}
+
+// BenchmarkHopNoRecords is BenchmarkHop with handoff records off: what
+// records cost a hop.
+func BenchmarkHopNoRecords(b *testing.B) {
+	ag := benchAgent(b)
+	bt := hopBaton(b, "agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: "+ag.URL+"}}\nedges: [{to: b}]\nrecords: {enabled: false}")
+	runHops(b, "http://"+bt.EgressAddr()+"/task", "b")
+}
