@@ -320,12 +320,21 @@ func (b *Book) write(ctx context.Context, recs []*Record) error {
 			// The record lives in its trace's chain, without the checkpoint;
 			// the checkpoint is attached to the chain, written once.
 			entry, seq := encodeEntry(tail, r, now)
-			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Entry: entry, Attach: b.checkpoint(r), TTL: b.retention}
+			var ttl time.Duration // 0: the chain keeps the TTL it has
+			if b.tails.ttlDue(r.TraceID, b.retention, now) {
+				ttl = b.retention
+			}
+			links[i] = state.Link{Log: chainKey(r.TraceID), Seq: int64(seq), Entry: entry, Attach: b.checkpoint(r), TTL: ttl}
 			tails[i] = state.ChainTail(int64(seq), entry)
 		}
 		res, err := b.store.AppendChained(ctx, links)
 		if err != nil {
 			return fmt.Errorf("record: writing: %w", err)
+		}
+		for i := range links {
+			if links[i].TTL > 0 {
+				b.tails.ttlRefreshed(pending[i].TraceID, now)
+			}
 		}
 		var retry []*Record
 		var relearned map[string]bool
@@ -562,8 +571,9 @@ type tailCache struct {
 }
 
 type cachedTail struct {
-	tail string
-	at   time.Time
+	tail  string
+	at    time.Time
+	ttlAt time.Time // when this Book last refreshed the chain's TTL
 }
 
 const tailCacheSize = 1 << 16
@@ -584,5 +594,35 @@ func (c *tailCache) set(trace, tail string, now time.Time) {
 	if len(c.m) >= tailCacheSize {
 		clear(c.m)
 	}
-	c.m[trace] = cachedTail{tail: tail, at: now}
+	t := c.m[trace]
+	t.tail, t.at = tail, now
+	c.m[trace] = t
+}
+
+// ttlRefresh bounds how long a chain's TTL goes unrefreshed by a Book that
+// writes to it: a chain lives at least its retention, less this, after
+// its last record.
+const ttlRefresh = time.Hour
+
+// ttlDue reports whether this Book's next link to the chain of trace should
+// refresh the chain's TTL: it has not in the last min(ttlRefresh,
+// retention/8). The other links leave the TTL alone, a command less each.
+func (c *tailCache) ttlDue(trace string, retention time.Duration, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.m[trace]
+	return !ok || now.Sub(t.ttlAt) > min(ttlRefresh, retention/8)
+}
+
+// ttlRefreshed notes that a link refreshed the chain's TTL (whether or not
+// the link itself landed: the refresh goes out with it).
+func (c *tailCache) ttlRefreshed(trace string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= tailCacheSize {
+		clear(c.m)
+	}
+	t := c.m[trace]
+	t.ttlAt = now
+	c.m[trace] = t
 }
