@@ -293,4 +293,5 @@ var consoleFuncs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
 	},
 	"join": strings.Join,
+	"usd":  usd,
 }
