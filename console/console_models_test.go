@@ -1,13 +1,20 @@
 package console
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/records"
+	"github.com/batonproxy/baton/state"
 )
 
 // TestWaterfallModelCalls: each model call of a receipt is a bar of its
@@ -159,5 +166,59 @@ func TestSpendTable(t *testing.T) {
 	}
 	if newSpendTable(recs[:0]) != nil || newSpendTable([]record.Record{{ID: "t.9", Side: record.Ingress, To: "x"}}) != nil {
 		t.Error("a trace without model calls has a spend table")
+	}
+}
+
+// spendingStub is a Spending that answers cs, or err.
+type spendingStub struct {
+	cs  []ChainCost
+	err error
+}
+
+func (s spendingStub) CostlyChains(_ context.Context, n int) ([]ChainCost, error) {
+	return s.cs[:min(n, len(s.cs))], s.err
+}
+
+// TestOverviewCostly: the overview lists the chains that cost most, as its
+// Spending gives them, each linked to its trace's page, a chain of no priced
+// call as unpriced; it says so when there are none, when the store does not
+// answer, and when nothing counts model calls.
+func TestOverviewCostly(t *testing.T) {
+	t.Parallel()
+	const a, b = "4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c"
+	tests := []struct {
+		name     string
+		spending Spending
+		want     []string
+	}{
+		{name: "listed", spending: spendingStub{cs: []ChainCost{{TraceID: a, CostUSD: 0.0125, Tokens: 30000, Priced: true}, {TraceID: b, Tokens: 900}}},
+			want: []string{`<tr class="costly" data-trace="` + a + `"><td><a href="/console/traces/` + a + `"><code>` + a +
+				`</code></a></td><td class="num">$0.0125</td><td class="num">30000</td></tr>`,
+				`<td class="num">unpriced</td><td class="num">900</td>`}},
+		{name: "none", spending: spendingStub{}, want: []string{"No model calls in the last hour."}},
+		{name: "store down", spending: spendingStub{err: errors.New("redis: connection refused")},
+			want: []string{"the chains' spend cannot be listed"}},
+		{name: "off", want: []string{"Model calls are not counted here."}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			con := New(Options{Config: &config.Config{Agent: "planner"}, Log: slog.New(slog.DiscardHandler),
+				Book: record.NewBook(state.NewMemory(config.Memory{}), time.Hour, slog.New(slog.DiscardHandler)), Spending: tc.spending})
+			rec := httptest.NewRecorder()
+			con.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			page := rec.Body.String()
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%d:\n%s", rec.Code, page)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("the overview does not show %s:\n%s", w, page)
+				}
+			}
+			if i, j := strings.Index(page, a), strings.Index(page, b); tc.name == "listed" && !(i >= 0 && i < j) {
+				t.Errorf("the costliest chain is not listed first")
+			}
+		})
 	}
 }
