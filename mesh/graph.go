@@ -32,7 +32,13 @@ type Node struct {
 	// External marks an external destination (a web site, a model API):
 	// Agent is then its edges' "to" label (ExternalPrefix and its name).
 	External bool
-	Depth    int
+	// Model marks an external destination that serves a model API: drawn
+	// taller, with its tokens a minute and error share on Sub2, and Title
+	// in full (models.go).
+	Model bool
+	Sub2  string
+	Title string
+	Depth int
 }
 
 // Edge is the edge from one agent to another, with its figures summed
@@ -55,9 +61,13 @@ type Edge struct {
 	Breaker    string
 	// Traces are the edge's latest traces, newest first; Anchor names the
 	// edge's place on its page.
-	Traces  []RecentTrace
-	Anchor  string
-	busiest float64 // the rate of the replica whose p99 is shown
+	Traces []RecentTrace
+	Anchor string
+	// Model marks an agent's edge to a model API, with its calls' tokens
+	// a minute over the agent's Batons.
+	Model        bool
+	TokensPerMin float64
+	busiest      float64 // the rate of the replica whose p99 is shown
 }
 
 // Caps on what one page draws.
@@ -69,6 +79,7 @@ const (
 // Geometry.
 const (
 	nodeW, nodeH = 170, 54
+	modelNodeH   = nodeH + 18 // a third line
 	colGap       = 330
 	rowGap       = 92
 	margin       = 30
@@ -163,14 +174,17 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			n.Label = shorten(a, 20)
 		}
 		n.W, n.H = nodeW, nodeH
+		if n.Model {
+			n.H = modelNodeH
+		}
 		n.X = margin + n.Depth*gap
 		n.Y = margin + rows[n.Depth]*rowGap
 		rows[n.Depth]++
 		cols, maxRows = max(cols, n.Depth+1), max(maxRows, rows[n.Depth])
 		g.Nodes = append(g.Nodes, *n)
+		g.Height = max(g.Height, n.Y+n.H+margin+20)
 	}
 	g.Width = 2*margin + (cols-1)*gap + nodeW
-	g.Height = 2*margin + (maxRows-1)*rowGap + nodeH + 20
 	labels := newLabeller(g.Nodes)
 	outs, ins := map[string]int{}, map[string]int{}
 	for _, e := range edges {
@@ -254,6 +268,9 @@ func edgeLabels(e Edge) (string, string) {
 	}
 	if e.Breaker == "open" || e.Breaker == "half-open" {
 		second = append(second, "breaker "+e.Breaker)
+	}
+	if e.Model {
+		second = append(second, perMinute(e.TokensPerMin)+" tok/min")
 	}
 	return first, strings.Join(second, " · ")
 }
