@@ -164,6 +164,10 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			}
 			gap = max(gap, min(nodeW+room, maxColGap))
 		}
+		if byAgent[e.From] != nil && byAgent[e.To] != nil && depth[e.To] == depth[e.From] && e.From != e.To {
+			// Its labels sit on its loop out of the column (route).
+			gap = max(gap, min(nodeW+labelWidth(&e)+2*nodeClear+labelPad, maxColGap))
+		}
 	}
 	rows := map[int]int{}
 	cols, maxRows := 0, 0
@@ -203,10 +207,10 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			continue
 		}
 		e.Anchor = "edge-" + strconv.Itoa(len(g.Edges))
-		c := route(a, b)
+		c := route(a, b, labelWidth(&e))
 		e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", int(c[0][0]), int(c[0][1]), int(c[1][0]), int(c[1][1]),
 			int(c[2][0]), int(c[2][1]), int(c[3][0]), int(c[3][1]))
-		g.Height = max(g.Height, int(c[1][1])+margin)
+		g.Width, g.Height = max(g.Width, int(c[1][0])+margin), max(g.Height, int(c[1][1])+margin)
 		ts := labelTs
 		switch {
 		case outs[e.From] > 1 && ins[e.To] == 1:
@@ -222,9 +226,18 @@ func Draw(nodes []Node, edges []Edge) Graph {
 }
 
 // route is the path of an edge from a to b: from a's right side to b's
-// left side when b is in a later column; from a's bottom round below to
-// b's bottom when it is not (back or sideways).
-func route(a, b *Node) bezier {
+// left side when b is in a later column; out of a's right side and back
+// into b's when they share a column, far enough out for labels labelW
+// wide to sit on it clear of the column; from a's bottom round below to
+// b's bottom when b is in an earlier column (or is a).
+func route(a, b *Node, labelW int) bezier {
+	if b.Depth == a.Depth && a != b {
+		// The curve's middle is three quarters of the way to its control
+		// points.
+		x, out := float64(a.X+a.W), float64(nodeClear+labelW/2+labelPad)/0.75
+		y1, y2 := float64(a.Y+a.H/2), float64(b.Y+b.H/2)
+		return bezier{{x, y1}, {x + out, y1}, {x + out, y2}, {x, y2}}
+	}
 	if b.Depth <= a.Depth {
 		x1, x2 := float64(a.X+a.W/2), float64(b.X+b.W/2)
 		y1, y2 := float64(a.Y+a.H), float64(b.Y+b.H)

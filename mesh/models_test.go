@@ -13,7 +13,8 @@ import (
 // external edges to it (by route name or host:port), drawn as a model API
 // with its tokens a minute and the share of its calls that failed, summed
 // over every Baton that calls it, each over its own window; an agent's
-// edge to it says that agent's tokens a minute; an agent whose Baton
+// edge to it says that agent's tokens a minute, and one from an agent in
+// its own column loops out of the column; an agent whose Baton
 // counted its fetches there with others' still has an edge to it; and
 // past MaxExternal, a model API keeps its own edge.
 func TestLayoutModels(t *testing.T) {
@@ -26,7 +27,8 @@ func TestLayoutModels(t *testing.T) {
 		many = append(many, ext(fmt.Sprintf("h%02d.example.com:443", i), "20.0"))
 	}
 	batons := []Announcement{
-		{ID: "1", Agent: "planner", Window: 60, Edges: []EdgeFigures{ext("llm", "0.2"), ext("api.search.dev:443", "1.0")},
+		{ID: "1", Agent: "planner", Window: 60, Edges: []EdgeFigures{ext("llm", "0.2"), ext("api.search.dev:443", "1.0"),
+			{To: "writer", Rate: "1.0", Breaker: "closed"}},
 			Models: []ModelFigures{{API: "llm", Calls: 12, Tokens: 6000, CostUSD: 0.006}}},
 		{ID: "2", Agent: "planner", Window: 30, Edges: []EdgeFigures{ext("llm", "0.2")},
 			Models: []ModelFigures{{API: "llm", Calls: 6, Failed: 3, Tokens: 3000, CostUSD: 0.003}}},
@@ -50,7 +52,7 @@ func TestLayoutModels(t *testing.T) {
 		llm.H != modelNodeH || !strings.Contains(llm.Title, "12600 tokens/min, 27.0 calls/min, 14.3% failed, $0.0120/min") {
 		t.Errorf("llm is drawn as %+v", llm)
 	}
-	if n := nodes[ExternalPrefix+"api.search.dev:443"]; !n.External || n.Model || n.Sub2 != "" || n.H != nodeH {
+	if n := nodes[ExternalPrefix+"api.search.dev:443"]; !n.External || n.Model || n.Sub2 != "" || n.H != nodeH || n.Depth != 1 {
 		t.Errorf("a plain external destination is drawn as %+v", n)
 	}
 	if n := nodes[ExternalPrefix+"api.anthropic.com:443"]; !n.Model || n.Sub2 != "1.2k tok/min · 0.0% err" {
@@ -65,6 +67,13 @@ func TestLayoutModels(t *testing.T) {
 	}
 	if e := edges["writer→_external:llm"]; !e.Model || e.Rate != 0.05 || e.Label2 != "600 tok/min" || e.Class != "ok" {
 		t.Errorf("writer→llm, from its model calls alone, is %+v", e)
+	}
+	// The writer and llm share a column: the edge leaves the writer's right
+	// side and comes back into llm's, its labels clear of the column.
+	w, e := nodes["writer"], edges["writer→_external:llm"]
+	if w.Depth != llm.Depth || !strings.HasPrefix(e.Path, fmt.Sprintf("M%d,%d C", w.X+w.W, w.Y+w.H/2)) ||
+		!strings.HasSuffix(e.Path, fmt.Sprintf(" %d,%d", llm.X+llm.W, llm.Y+llm.H/2)) || e.LabelX-labelWidth(&e)/2 < w.X+w.W+nodeClear {
+		t.Errorf("writer (column %d) → llm (column %d): path %s, labels at %d", w.Depth, llm.Depth, e.Path, e.LabelX)
 	}
 	if e := edges["planner→_external:api.search.dev:443"]; e.Model || strings.Contains(e.Label2, "tok/min") {
 		t.Errorf("planner→search is %+v", e)
