@@ -113,6 +113,7 @@ func TestConsoleModelCallsInBrowser(t *testing.T) {
 	if len(costly) != 1 || costly[0] != trace+" $0.001080 1800" {
 		t.Errorf("the costliest chains %q: want the trace, $0.001080 and 1800 tokens", costly)
 	}
+	br.screenshot("overview-models", true)
 	br.do("the chain's trace, from the overview", chromedp.Click(chromedp.CSS(`tr.costly[data-trace="`+trace+`"] a`)),
 		chromedp.WaitVisible(chromedp.CSS("figure.waterfall")))
 	if loc := br.location(); loc != admin+"/console/traces/"+trace {
@@ -161,7 +162,8 @@ func TestConsoleModelCallsInBrowser(t *testing.T) {
 	if strings.Join(spend, "\n") != strings.Join(wantSpend, "\n") {
 		t.Errorf("the spend:\n%s\nwant:\n%s", strings.Join(spend, "\n"), strings.Join(wantSpend, "\n"))
 	}
-	br.screenshot("trace-models", false)
+	br.screenshotOf("trace-models", "figure.waterfall")
+	br.screenshotOf("trace-spend", "section.spend")
 
 	// The mesh, once both Batons announced their last minute's calls.
 	nodeFigures := regexp.MustCompile(`class="sub figures">[1-9][0-9.]*k? tok/min · 0\.0% err<`)
