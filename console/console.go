@@ -24,8 +24,9 @@
 // is the confirmation gates' page.
 //
 // It shows what package records, deadletter, approval and compensation
-// keep, and acts through them (docs/architecture.md says why it may);
-// sidecar mounts it.
+// keep, and acts through them (docs/architecture.md says why it may); the
+// chains that cost most come through Spending, which sidecar feeds from
+// package modelcall. Sidecar mounts it.
 package console
 
 import (
@@ -80,6 +81,9 @@ type Options struct {
 	DeadLetters *deadletter.DeadLetters
 	Approvals   *approval.Approvals
 	Compensator *compensation.Compensator
+	// Spending lists the chains that cost most (nil: the overview lists
+	// none).
+	Spending Spending
 }
 
 // Console is the console's state: its templates, the process's random key
@@ -293,4 +297,5 @@ var consoleFuncs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
 	},
 	"join": strings.Join,
+	"usd":  usd,
 }

@@ -10,6 +10,24 @@ import (
 	"github.com/batonproxy/baton/handoff/record"
 )
 
+// Spending lists the chains whose model calls cost most in the last hour,
+// most first (package modelcall keeps that index; sidecar hands it over).
+type Spending interface {
+	CostlyChains(ctx context.Context, n int) ([]ChainCost, error)
+}
+
+// ChainCost is what one chain's model calls spent in the last hour.
+type ChainCost struct {
+	TraceID string
+	CostUSD float64
+	Tokens  int64
+	// Priced: some of its calls had a price (else CostUSD is unknown).
+	Priced bool
+}
+
+// costlyShown is how many chains the overview lists.
+const costlyShown = 10
+
 // consoleOverviewView is the overview's data: the handoff-health figures
 // per edge (those of baton top, since this Baton started) and the dead
 // letters.
@@ -22,6 +40,11 @@ type consoleOverviewView struct {
 	StoreErr    bool // the store did not answer the counts
 	DeadLetters int64
 	Edges       []consoleEdgeCount
+	// Costly are the chains whose model calls cost most in the last hour;
+	// CostlyOff: no Spending to ask, CostlyErr: it did not answer.
+	Costly    []ChainCost
+	CostlyOff bool
+	CostlyErr bool
 }
 
 type consoleEdgeCount struct {
@@ -70,6 +93,18 @@ func (con *Console) consoleOverview(w http.ResponseWriter, r *http.Request) {
 			v.StoreErr, v.Edges = true, nil
 			status = http.StatusServiceUnavailable
 		}
+	}
+	if con.o.Spending == nil {
+		v.CostlyOff = true
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		cs, err := con.o.Spending.CostlyChains(ctx, costlyShown)
+		if err != nil {
+			con.o.Log.Warn("console: listing the costly chains", "error", err.Error())
+			v.CostlyErr = true
+		}
+		v.Costly = cs
 	}
 	con.consoleRender(w, r, status, "overview.html", "overview", v)
 }

@@ -63,7 +63,10 @@ type consoleTraceView struct {
 	// Waterfall draws the records as bars over time (console_waterfall.go).
 	Waterfall waterfall
 	// Graph draws the agents on the trace and the handoffs between them.
-	Graph    mesh.Graph
+	Graph mesh.Graph
+	// Spend is what the agents' model calls spent, per agent and for the
+	// chain (nil: none made any).
+	Spend    *spendTable
 	Intact   bool
 	Problems []string
 	// Abandonment is where undoing the trace stands once it is abandoned;
@@ -92,7 +95,7 @@ func (con *Console) consoleTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := consoleTraceView{TraceID: id, Roots: records.TraceTree(t.Records), Records: len(t.Records), Entries: len(t.Entries)}
-	v.Waterfall, v.Graph = newWaterfall(v.Roots), traceGraph(t.Records)
+	v.Waterfall, v.Graph, v.Spend = newWaterfall(v.Roots), traceGraph(t.Records), newSpendTable(t.Records)
 	var ce *record.ChainError
 	switch err := record.Verify(t.Entries, t.Tail); {
 	case err == nil:

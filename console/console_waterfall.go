@@ -12,23 +12,31 @@ import (
 
 // waterfall is a trace drawn as bars: one per record, in the tree's order
 // (a record under the one that caused it, indented), placed by when it was
-// created and as long as it took, with marks for what happened to it.
+// created and as long as it took, with marks for what happened to it; and
+// one per model call under the receipt of the handling it served
+// (console_models.go), among that receipt's handoffs by when it began.
 type waterfall struct {
 	Width, Height int
 	Rows          []waterfallRow
 	Span          string // the trace's length, from its first record to its last end
 	Dropped       int    // records past maxBars, not drawn
+	DroppedCalls  int    // model calls past maxBars, not drawn
+	Calls         int    // model calls drawn
 }
 
 type waterfallRow struct {
 	ID, Label, State string
-	Class            string // the bar's colour: the state, or failed, or resolved (fates.class)
-	Depth            int
-	Y, LabelX        int
-	X, W             int // the bar
-	MarkX            int // where its marks start
-	Marks            []string
-	Title            string
+	Class            string // the bar's colour: the state, or failed, or resolved (fates.class); for a call, callClass
+	// Call numbers a model call among its receipt's (from 1; ID is then
+	// the receipt's); 0 for a record.
+	Call       int
+	Depth      int
+	Y, LabelX  int
+	X, W       int // the bar
+	BarY, BarH int
+	MarkX      int // where its marks start
+	Marks      []string
+	Title      string
 }
 
 // Geometry of the waterfall.
@@ -37,45 +45,89 @@ const (
 	barsLeft  = 300 // the labels' column
 	barsWidth = 620
 	rowHeight = 22
+	barHeight = 15
+	// A model call's bar is thinner than a handoff's, and centred on its row.
+	callHeight = 9
 )
+
+// waterfallItem is one bar to draw: a record, or a model call of the
+// receipt r.
+type waterfallItem struct {
+	r     *record.Record
+	call  *record.ModelCall
+	n     int // the call's number among r's
+	depth int
+}
+
+func (it waterfallItem) start() time.Time {
+	if it.call != nil {
+		return it.call.At
+	}
+	return it.r.Created
+}
+
+func (it waterfallItem) end() time.Time {
+	if it.call != nil {
+		return it.call.At.Add(time.Duration(it.call.Ms * float64(time.Millisecond)))
+	}
+	return it.r.Created.Add(latency(*it.r))
+}
 
 // newWaterfall draws the trace whose tree is roots.
 func newWaterfall(roots []*records.TraceNode) waterfall {
-	type item struct {
-		r     record.Record
-		depth int
-	}
-	var items []item
+	var items []waterfallItem
+	nrec := 0
 	var walk func(n *records.TraceNode, depth int)
 	walk = func(n *records.TraceNode, depth int) {
-		items = append(items, item{n.Record, depth})
+		r := &n.Record
+		items = append(items, waterfallItem{r: r, depth: depth})
+		nrec++
+		var calls []record.ModelCall
+		if r.Side == record.Ingress && r.Models != nil {
+			calls = r.Models.List
+		}
+		next := 0
+		callsBefore := func(t time.Time, all bool) {
+			for ; next < len(calls) && (all || !calls[next].At.After(t)); next++ {
+				items = append(items, waterfallItem{r: r, call: &calls[next], n: next + 1, depth: depth + 1})
+			}
+		}
 		for _, c := range n.Children {
+			callsBefore(c.Record.Created, false)
 			walk(c, depth+1)
 		}
+		callsBefore(time.Time{}, true)
 	}
 	for _, n := range roots {
 		walk(n, 0)
 	}
-	all := make([]record.Record, len(items))
-	for i, it := range items {
-		all[i] = it.r
+	all := make([]record.Record, 0, nrec)
+	for _, it := range items {
+		if it.call == nil {
+			all = append(all, *it.r)
+		}
 	}
 	f := newFates(all)
 	var w waterfall
 	if len(items) > maxBars {
-		w.Dropped, items = len(items)-maxBars, items[:maxBars]
+		for _, it := range items[maxBars:] {
+			if it.call != nil {
+				w.DroppedCalls++
+			} else {
+				w.Dropped++
+			}
+		}
+		items = items[:maxBars]
 	}
 	if len(items) == 0 {
 		return w
 	}
-	start, end := items[0].r.Created, time.Time{}
+	start, end := items[0].start(), time.Time{}
 	for _, it := range items {
-		if it.r.Created.Before(start) {
-			start = it.r.Created
+		if s := it.start(); s.Before(start) {
+			start = s
 		}
-	}
-	for _, it := range items {
-		if e := it.r.Created.Add(latency(it.r)); e.After(end) {
+		if e := it.end(); e.After(end) {
 			end = e
 		}
 	}
@@ -83,13 +135,21 @@ func newWaterfall(roots []*records.TraceNode) waterfall {
 	w.Span = span.Round(time.Millisecond).String()
 	w.Width, w.Height = barsLeft+barsWidth+260, (len(items)+1)*rowHeight+8
 	for i, it := range items {
-		r := it.r
-		row := waterfallRow{ID: r.ID, Label: string(r.Side) + " " + r.From + "→" + r.To + " " + r.Method + " " + r.Target,
-			State: string(r.State), Class: f.class(&r), Depth: it.depth, Y: (i + 1) * rowHeight, LabelX: 6 + 12*min(it.depth, 12)}
-		row.X = barsLeft + int(float64(barsWidth)*float64(r.Created.Sub(start))/float64(span))
-		row.W = max(2, int(float64(barsWidth)*float64(latency(r))/float64(span)))
-		row.Marks, row.MarkX = marks(&r, f), row.X+row.W+6
-		row.Title = row.Label + ": " + string(r.State) + ", " + strconv.FormatFloat(r.Latency, 'f', 1, 64) + " ms"
+		var row waterfallRow
+		if it.call != nil {
+			row = callRow(it.r, it.call, it.n)
+			w.Calls++
+		} else {
+			r := it.r
+			row = waterfallRow{ID: r.ID, Label: string(r.Side) + " " + r.From + "→" + r.To + " " + r.Method + " " + r.Target,
+				State: string(r.State), Class: f.class(r), Marks: marks(r, f), BarH: barHeight}
+			row.Title = row.Label + ": " + string(r.State) + ", " + strconv.FormatFloat(r.Latency, 'f', 1, 64) + " ms"
+		}
+		row.Depth, row.Y, row.LabelX = it.depth, (i+1)*rowHeight, 6+12*min(it.depth, 12)
+		row.BarY = row.Y + (barHeight-row.BarH)/2
+		row.X = barsLeft + int(float64(barsWidth)*float64(it.start().Sub(start))/float64(span))
+		row.W = max(2, int(float64(barsWidth)*float64(it.end().Sub(it.start()))/float64(span)))
+		row.MarkX = row.X + row.W + 6
 		if len(row.Label) > 44 {
 			row.Label = row.Label[:43] + "…"
 		}

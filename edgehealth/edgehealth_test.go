@@ -105,3 +105,58 @@ baton_genai_calls_total{from="a",to="llm",model="m1",type="journal"} %g
 		t.Errorf("row %+v", r)
 	}
 }
+
+// TestAPIs: a model API's figures over a window are summed over its
+// models; journal hits and refusals are no calls; a model seen first in
+// the window counts whole, and one whose counts went down from zero.
+func TestAPIs(t *testing.T) {
+	t.Parallel()
+	const before = `# TYPE baton_genai_tokens_total counter
+baton_genai_tokens_total{from="a",to="llm",model="m1",type="input"} 1000
+baton_genai_tokens_total{from="a",to="api.anthropic.com:443",model="c1",type="input"} 900
+# TYPE baton_genai_cost_usd_total counter
+baton_genai_cost_usd_total{from="a",to="llm",model="m1"} 0.5
+# TYPE baton_genai_calls_total counter
+baton_genai_calls_total{from="a",to="llm",model="m1",type="live"} 9
+baton_genai_calls_total{from="a",to="llm",model="m1",type="error"} 1
+baton_genai_calls_total{from="a",to="api.anthropic.com:443",model="c1",type="live"} 30
+`
+	const after = `# TYPE baton_genai_tokens_total counter
+baton_genai_tokens_total{from="a",to="llm",model="m1",type="input"} 2500
+baton_genai_tokens_total{from="a",to="llm",model="m1",type="output"} 500
+baton_genai_tokens_total{from="a",to="llm",model="m2",type="input"} 400
+baton_genai_tokens_total{from="a",to="api.anthropic.com:443",model="c1",type="input"} 100
+# TYPE baton_genai_cost_usd_total counter
+baton_genai_cost_usd_total{from="a",to="llm",model="m1"} 1.5
+baton_genai_cost_usd_total{from="a",to="llm",model="m2"} 0.25
+# TYPE baton_genai_calls_total counter
+baton_genai_calls_total{from="a",to="llm",model="m1",type="live"} 14
+baton_genai_calls_total{from="a",to="llm",model="m1",type="error"} 3
+baton_genai_calls_total{from="a",to="llm",model="m1",type="journal"} 40
+baton_genai_calls_total{from="a",to="llm",model="m1",type="refused"} 2
+baton_genai_calls_total{from="a",to="llm",model="m2",type="live"} 2
+baton_genai_calls_total{from="a",to="api.anthropic.com:443",model="c1",type="live"} 1
+`
+	t0 := time.Unix(1000, 0)
+	prev, err := Read(strings.NewReader(before), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := Read(strings.NewReader(after), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := APIs(prev, cur)
+	want := map[string]ModelCounts{
+		// m1: 17 - 10 calls, 2 of them failed, 2000 tokens, $1; m2 whole.
+		"llm": {Calls: 9, Failed: 2, Tokens: 2400, CostUSD: 1.25},
+		// Restarted: from zero.
+		"api.anthropic.com:443": {Calls: 1, Tokens: 100},
+	}
+	if len(got) != len(want) || got["llm"] != want["llm"] || got["api.anthropic.com:443"] != want["api.anthropic.com:443"] {
+		t.Errorf("APIs = %+v, want %+v", got, want)
+	}
+	if all := APIs(nil, cur); all["llm"].Calls != 19 || all["llm"].Tokens != 3400 {
+		t.Errorf("since the start: %+v", all["llm"])
+	}
+}

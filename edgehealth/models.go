@@ -58,3 +58,27 @@ func ModelRows(prev, cur *Snapshot) []ModelRow {
 	}
 	return rows
 }
+
+// APIs returns what cur's model calls did over the window since prev
+// (since the Baton started when prev is nil), summed per model API over
+// its models: calls (failed ones among them), tokens and cost. A model
+// whose counts went down (the Baton restarted) counts from zero.
+func APIs(prev, cur *Snapshot) map[string]ModelCounts {
+	out := make(map[string]ModelCounts, len(cur.Models))
+	for k, c := range cur.Models {
+		d := *c
+		if prev != nil {
+			if b := prev.Models[k]; b != nil && b.Calls <= c.Calls {
+				d = ModelCounts{Calls: c.Calls - b.Calls, Failed: max(c.Failed-b.Failed, 0), Tokens: max(c.Tokens-b.Tokens, 0),
+					CostUSD: max(c.CostUSD-b.CostUSD, 0)}
+			}
+		}
+		s := out[k.API]
+		s.Calls += d.Calls
+		s.Failed += d.Failed
+		s.Tokens += d.Tokens
+		s.CostUSD += d.CostUSD
+		out[k.API] = s
+	}
+	return out
+}

@@ -27,9 +27,11 @@ type Announcement struct {
 	Started     time.Time `json:"started"`
 	LastSeen    time.Time `json:"last_seen"`
 	TLSIdentity string    `json:"tls_identity,omitempty"`
-	// Edges are its outbound edges' figures over Window.
-	Edges  []EdgeFigures `json:"edges,omitempty"`
-	Window float64       `json:"window_seconds,omitempty"`
+	// Edges are its outbound edges' figures over Window; Models its
+	// agent's model APIs' (at most MaxModelAPIs, models.go).
+	Edges  []EdgeFigures  `json:"edges,omitempty"`
+	Models []ModelFigures `json:"models,omitempty"`
+	Window float64        `json:"window_seconds,omitempty"`
 }
 
 // EdgeFigures are one outbound edge's figures, as edgehealth renders them
@@ -158,7 +160,7 @@ func (a *Announcer) announce(ctx context.Context) {
 	if a.o.Addrs != nil {
 		an.Egress, an.Ingress, an.Admin = a.o.Addrs()
 	}
-	an.Edges, an.Window = a.figures(ctx, now)
+	an.Edges, an.Models, an.Window = a.figures(ctx, now)
 	b, err := json.Marshal(an)
 	if err != nil {
 		return
@@ -172,15 +174,15 @@ func (a *Announcer) announce(ctx context.Context) {
 	_ = a.o.Store.IndexAdd(ctx, indexKey, a.id, float64(now.Unix()), 0)
 }
 
-// figures reads the Baton's metrics and returns its outbound edges'
-// figures over the last minute.
-func (a *Announcer) figures(ctx context.Context, now time.Time) ([]EdgeFigures, float64) {
+// figures reads the Baton's metrics and returns its outbound edges' and
+// model APIs' figures over the last minute.
+func (a *Announcer) figures(ctx context.Context, now time.Time) ([]EdgeFigures, []ModelFigures, float64) {
 	if a.o.Metrics == nil {
-		return nil, 0
+		return nil, nil, 0
 	}
 	snap, err := edgehealth.Scrape(ctx, a.o.Metrics, now)
 	if err != nil {
-		return nil, 0
+		return nil, nil, 0
 	}
 	for len(a.snaps) > 0 && now.Sub(a.snaps[0].At) > window {
 		a.snaps = a.snaps[1:]
@@ -207,5 +209,5 @@ func (a *Announcer) figures(ctx context.Context, now time.Time) ([]EdgeFigures, 
 		}
 		out = append(out, f)
 	}
-	return out, w.Seconds()
+	return out, modelFigures(prev, snap), w.Seconds()
 }

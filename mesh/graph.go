@@ -32,7 +32,13 @@ type Node struct {
 	// External marks an external destination (a web site, a model API):
 	// Agent is then its edges' "to" label (ExternalPrefix and its name).
 	External bool
-	Depth    int
+	// Model marks an external destination that serves a model API: drawn
+	// taller, with its tokens a minute and error share on Sub2, and Title
+	// in full (models.go).
+	Model bool
+	Sub2  string
+	Title string
+	Depth int
 }
 
 // Edge is the edge from one agent to another, with its figures summed
@@ -55,9 +61,13 @@ type Edge struct {
 	Breaker    string
 	// Traces are the edge's latest traces, newest first; Anchor names the
 	// edge's place on its page.
-	Traces  []RecentTrace
-	Anchor  string
-	busiest float64 // the rate of the replica whose p99 is shown
+	Traces []RecentTrace
+	Anchor string
+	// Model marks an agent's edge to a model API, with its calls' tokens
+	// a minute over the agent's Batons.
+	Model        bool
+	TokensPerMin float64
+	busiest      float64 // the rate of the replica whose p99 is shown
 }
 
 // Caps on what one page draws.
@@ -69,6 +79,7 @@ const (
 // Geometry.
 const (
 	nodeW, nodeH = 170, 54
+	modelNodeH   = nodeH + 18 // a third line
 	colGap       = 330
 	rowGap       = 92
 	margin       = 30
@@ -153,6 +164,10 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			}
 			gap = max(gap, min(nodeW+room, maxColGap))
 		}
+		if byAgent[e.From] != nil && byAgent[e.To] != nil && depth[e.To] == depth[e.From] && e.From != e.To {
+			// Its labels sit on its loop out of the column (route).
+			gap = max(gap, min(nodeW+labelWidth(&e)+2*nodeClear+labelPad, maxColGap))
+		}
 	}
 	rows := map[int]int{}
 	cols, maxRows := 0, 0
@@ -163,14 +178,17 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			n.Label = shorten(a, 20)
 		}
 		n.W, n.H = nodeW, nodeH
+		if n.Model {
+			n.H = modelNodeH
+		}
 		n.X = margin + n.Depth*gap
 		n.Y = margin + rows[n.Depth]*rowGap
 		rows[n.Depth]++
 		cols, maxRows = max(cols, n.Depth+1), max(maxRows, rows[n.Depth])
 		g.Nodes = append(g.Nodes, *n)
+		g.Height = max(g.Height, n.Y+n.H+margin+20)
 	}
 	g.Width = 2*margin + (cols-1)*gap + nodeW
-	g.Height = 2*margin + (maxRows-1)*rowGap + nodeH + 20
 	labels := newLabeller(g.Nodes)
 	outs, ins := map[string]int{}, map[string]int{}
 	for _, e := range edges {
@@ -189,10 +207,10 @@ func Draw(nodes []Node, edges []Edge) Graph {
 			continue
 		}
 		e.Anchor = "edge-" + strconv.Itoa(len(g.Edges))
-		c := route(a, b)
+		c := route(a, b, labelWidth(&e))
 		e.Path = fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", int(c[0][0]), int(c[0][1]), int(c[1][0]), int(c[1][1]),
 			int(c[2][0]), int(c[2][1]), int(c[3][0]), int(c[3][1]))
-		g.Height = max(g.Height, int(c[1][1])+margin)
+		g.Width, g.Height = max(g.Width, int(c[1][0])+margin), max(g.Height, int(c[1][1])+margin)
 		ts := labelTs
 		switch {
 		case outs[e.From] > 1 && ins[e.To] == 1:
@@ -208,9 +226,18 @@ func Draw(nodes []Node, edges []Edge) Graph {
 }
 
 // route is the path of an edge from a to b: from a's right side to b's
-// left side when b is in a later column; from a's bottom round below to
-// b's bottom when it is not (back or sideways).
-func route(a, b *Node) bezier {
+// left side when b is in a later column; out of a's right side and back
+// into b's when they share a column, far enough out for labels labelW
+// wide to sit on it clear of the column; from a's bottom round below to
+// b's bottom when b is in an earlier column (or is a).
+func route(a, b *Node, labelW int) bezier {
+	if b.Depth == a.Depth && a != b {
+		// The curve's middle is three quarters of the way to its control
+		// points.
+		x, out := float64(a.X+a.W), float64(nodeClear+labelW/2+labelPad)/0.75
+		y1, y2 := float64(a.Y+a.H/2), float64(b.Y+b.H/2)
+		return bezier{{x, y1}, {x + out, y1}, {x + out, y2}, {x, y2}}
+	}
 	if b.Depth <= a.Depth {
 		x1, x2 := float64(a.X+a.W/2), float64(b.X+b.W/2)
 		y1, y2 := float64(a.Y+a.H), float64(b.Y+b.H)
@@ -254,6 +281,9 @@ func edgeLabels(e Edge) (string, string) {
 	}
 	if e.Breaker == "open" || e.Breaker == "half-open" {
 		second = append(second, "breaker "+e.Breaker)
+	}
+	if e.Model {
+		second = append(second, perMinute(e.TokensPerMin)+" tok/min")
 	}
 	return first, strings.Join(second, " · ")
 }

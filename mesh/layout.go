@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,12 +47,31 @@ func Layout(batons []Announcement) Graph {
 		edges[k] = o
 	}
 	externals := map[string][]*Edge{} // by agent
+	uses := map[string]*modelUse{}    // by model API node
+	edgeUses := map[key]*modelUse{}   // by agent and model API
 	for _, a := range batons {
 		n := node(a.Agent)
 		n.Batons, n.Announced = append(n.Batons, a), true
 		for _, f := range a.Edges {
 			add(key{a.Agent, f.To}, edgeOf(f))
 		}
+		for _, m := range a.Models {
+			if m.API == "" {
+				continue
+			}
+			to := ExternalPrefix + m.API
+			k := key{a.Agent, to}
+			if !slices.ContainsFunc(a.Edges, func(f EdgeFigures) bool { return f.To == to }) {
+				// The Baton counted its fetches there with others' (it
+				// names its first 16 destinations): an edge of its own.
+				add(k, modelEdge(m, a.Window))
+			}
+			use(uses, to).add(m, a.Window)
+			use(edgeUses, k).add(m, a.Window)
+		}
+	}
+	for k, u := range edgeUses {
+		edges[k].Model, edges[k].TokensPerMin = true, u.tokens
 	}
 	for k, e := range edges {
 		if isExternal(k.to) && k.to != OtherExternal {
@@ -62,7 +82,10 @@ func Layout(batons []Announcement) Graph {
 		if len(es) <= MaxExternal {
 			continue
 		}
-		sort.Slice(es, func(i, j int) bool {
+		sort.Slice(es, func(i, j int) bool { // model APIs first, then the busiest
+			if es[i].Model != es[j].Model {
+				return es[i].Model
+			}
 			if es[i].Rate != es[j].Rate {
 				return es[i].Rate > es[j].Rate
 			}
@@ -80,6 +103,9 @@ func Layout(batons []Announcement) Graph {
 			n.Label = shorten(strings.TrimPrefix(k.to, ExternalPrefix), 20)
 			if k.to == OtherExternal {
 				n.Label = "other external"
+			}
+			if u := uses[k.to]; u != nil {
+				u.describe(n)
 			}
 		}
 	}
@@ -107,6 +133,29 @@ func Layout(batons []Announcement) Graph {
 		es = append(es, *e)
 	}
 	return Draw(nodes, es)
+}
+
+// use is the figures of k in uses, made when new.
+func use[K comparable](uses map[K]*modelUse, k K) *modelUse {
+	u := uses[k]
+	if u == nil {
+		u = &modelUse{}
+		uses[k] = u
+	}
+	return u
+}
+
+// modelEdge is an agent's edge to a model API from its model calls alone.
+func modelEdge(m ModelFigures, window float64) *Edge {
+	e := &Edge{To: ExternalPrefix + m.API, P99: "-"}
+	if window > 0 {
+		e.Rate = m.Calls / window
+	}
+	if m.Calls > 0 {
+		e.ErrorShare = m.Failed / m.Calls
+	}
+	e.busiest = e.Rate
+	return e
 }
 
 // edgeOf is one Baton's figures for an edge.

@@ -148,6 +148,22 @@ func (b *browser) screenshot(name string, full bool) {
 	}
 }
 
+// screenshotOf writes the first element css selects to
+// $BATON_SCREENSHOTS/console-name.png.
+func (b *browser) screenshotOf(name, css string) {
+	b.t.Helper()
+	if b.shots == "" {
+		return
+	}
+	png := run(b, "screenshot "+name, chromedp.Screenshot(chromedp.CSS(css)))
+	if err := os.MkdirAll(b.shots, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.shots, "console-"+name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // TestConsoleInBrowser drives the console in headless Chromium on a chain
 // of two Batons (analyst → summarizer on one store): sign in through the
 // form, open a trace from the overview's form, replay a dead letter once the

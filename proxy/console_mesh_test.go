@@ -118,19 +118,7 @@ func TestConsoleMeshInBrowser(t *testing.T) {
 	}
 	// The labels as Chromium lays them out: no two edges' meet, and none
 	// covers a node.
-	overlaps := run(br, "the labels' boxes", chromedp.Evaluate[[]string](`(() => {
-		const box = els => els.map(e => e.getBBox()).reduce((u, b) => ({x0: Math.min(u.x0, b.x), y0: Math.min(u.y0, b.y),
-			x1: Math.max(u.x1, b.x + b.width), y1: Math.max(u.y1, b.y + b.height)}), {x0: 1e9, y0: 1e9, x1: -1e9, y1: -1e9});
-		const meet = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
-		const labels = [...document.querySelectorAll("figure.mesh g.edge")].map(g => [g.dataset.from + "→" + g.dataset.to, box([...g.querySelectorAll("text")])]);
-		const nodes = [...document.querySelectorAll("figure.mesh g.node")].map(g => [g.dataset.agent, box([g.querySelector("rect")])]);
-		const out = [];
-		labels.forEach(([n, b], i) => {
-			labels.slice(i + 1).forEach(([m, c]) => { if (meet(b, c)) out.push(n + " meets " + m) });
-			nodes.forEach(([m, c]) => { if (meet(b, c)) out.push(n + " covers " + m) });
-		});
-		return out;
-	})()`))
+	overlaps := labelOverlaps(br)
 	if len(overlaps) > 0 {
 		t.Errorf("edge labels overlap: %q", overlaps)
 	}
@@ -246,4 +234,23 @@ func TestConsoleTracePictureInBrowser(t *testing.T) {
 		t.Errorf("the waterfall:\n%s\nwant:\n%s", strings.Join(bars, "\n"), strings.Join(wantBars, "\n"))
 	}
 	br.screenshot("trace-picture", false)
+}
+
+// labelOverlaps reads the mesh's edge labels as Chromium lays them out and
+// names each that meets another's or covers a node.
+func labelOverlaps(br *browser) []string {
+	br.t.Helper()
+	return run(br, "the labels' boxes", chromedp.Evaluate[[]string](`(() => {
+		const box = els => els.map(e => e.getBBox()).reduce((u, b) => ({x0: Math.min(u.x0, b.x), y0: Math.min(u.y0, b.y),
+			x1: Math.max(u.x1, b.x + b.width), y1: Math.max(u.y1, b.y + b.height)}), {x0: 1e9, y0: 1e9, x1: -1e9, y1: -1e9});
+		const meet = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+		const labels = [...document.querySelectorAll("figure.mesh g.edge")].map(g => [g.dataset.from + "→" + g.dataset.to, box([...g.querySelectorAll("text")])]);
+		const nodes = [...document.querySelectorAll("figure.mesh g.node")].map(g => [g.dataset.agent, box([g.querySelector("rect")])]);
+		const out = [];
+		labels.forEach(([n, b], i) => {
+			labels.slice(i + 1).forEach(([m, c]) => { if (meet(b, c)) out.push(n + " meets " + m) });
+			nodes.forEach(([m, c]) => { if (meet(b, c)) out.push(n + " covers " + m) });
+		});
+		return out;
+	})()`))
 }

@@ -151,9 +151,15 @@ func modelCallBaton(t *testing.T, m *chatModel, stream bool, extra string) (*met
 	return b, agent
 }
 
+// listening is a Baton's listeners, as a test reaches them.
+type listening interface {
+	IngressAddr() string
+	AdminAddr() string
+}
+
 // sendTask sends a task to b's ingress as a caller that runs no Baton, in
 // trace, with key.
-func sendTask(t *testing.T, b *meteredBaton, tp, key, extraHeader string) *http.Response {
+func sendTask(t *testing.T, b listening, tp, key, extraHeader string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+b.IngressAddr()+"/task", strings.NewReader("plan the offsite"))
 	req.Header.Set("Traceparent", tp)
@@ -172,7 +178,7 @@ func sendTask(t *testing.T, b *meteredBaton, tp, key, extraHeader string) *http.
 
 // receipts returns the trace's final receipts at b, oldest first, once
 // there are n; token is the admin token, if b has one.
-func receipts(t *testing.T, b *meteredBaton, trace string, n int, token ...string) []record.Record {
+func receipts(t *testing.T, b listening, trace string, n int, token ...string) []record.Record {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -11,6 +11,7 @@
 package sidecar
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"slices"
@@ -135,11 +136,6 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 		b.Mesh.Answered(rec)
 	}
 
-	// The console: pages over all of the above (docs/console.md).
-	b.Console = console.New(console.Options{Config: c, Book: p.Book, Log: p.Log, Metrics: p.Metrics, Mesh: p.Store,
-		Peers: slices.Collect(maps.Keys(c.Peers)), Identity: b.Approvals.Identity,
-		DeadLetters: b.DeadLetters, Approvals: b.Approvals, Compensator: b.Compensator})
-
 	// The call journal: at egress, the answers to the agent's calls to
 	// journaled destinations, kept per handling, answer its re-run
 	// (docs/journal.md).
@@ -164,6 +160,14 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 		b.Journal.HandlingEnded(h)
 		b.ModelCalls.HandlingEnded(h)
 	}
+
+	// The console: pages over all of the above (docs/console.md). The
+	// chains that cost most are the model calls' index, handed over
+	// through the console's own interface.
+	b.Console = console.New(console.Options{Config: c, Book: p.Book, Log: p.Log, Metrics: p.Metrics, Mesh: p.Store,
+		Peers: slices.Collect(maps.Keys(c.Peers)), Identity: b.Approvals.Identity,
+		DeadLetters: b.DeadLetters, Approvals: b.Approvals, Compensator: b.Compensator,
+		Spending: costlyChains{b.ModelCalls}})
 
 	// MCP sessions: at ingress, who opened each session of the agent's
 	// MCP server (docs/mcp.md).
@@ -202,6 +206,19 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 
 	pl.Admin = b.adminRoutes(c.AdminToken, c.Agent)
 	return pl, nil
+}
+
+// costlyChains gives the console the chains whose model calls cost most
+// (modelcall's index), so that the console need not import modelcall.
+type costlyChains struct{ mc *modelcall.Calls }
+
+func (c costlyChains) CostlyChains(ctx context.Context, n int) ([]console.ChainCost, error) {
+	cs, err := c.mc.Costly(ctx, n)
+	out := make([]console.ChainCost, len(cs))
+	for i, s := range cs {
+		out[i] = console.ChainCost{TraceID: s.TraceID, CostUSD: s.CostUSD, Tokens: s.Tokens, Priced: s.Priced}
+	}
+	return out, err
 }
 
 // tlsIdentity is the SPIFFE ID this Baton presents, "" without TLS.
