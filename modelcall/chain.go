@@ -98,29 +98,23 @@ func (mc *Calls) Raise(ctx context.Context, chain string, tokens, costNano int64
 	return mc.chainSpend(ctx, chain)
 }
 
-// The chains that spent most, by hour: genai/costly/{hour} scores traces by
-// nano-dollars, genai/tokens/{hour} by tokens.
+// The chains that spent most, by hour: in genai/costly/{hour}, member
+// {trace} scores a trace by the nano-dollars its priced model calls cost
+// and member t:{trace} by their tokens.
 func costlyKey(at time.Time) string { return "genai/costly/" + strconv.FormatInt(at.Unix()/3600, 10) }
-func tokensKey(at time.Time) string { return "genai/tokens/" + strconv.FormatInt(at.Unix()/3600, 10) }
 
 // costlyTTL keeps an hour's index for the hour after it.
 const costlyTTL = 2*time.Hour + 5*time.Minute
 
-// noteCostly adds a handling's spend to its trace's in the hour's indexes.
+// tokensMember is a trace's tokens member in the hour's index.
+const tokensMember = "t:"
+
+// noteCostly adds a handling's spend to its trace's in the hour's index:
+// one store round trip.
 func (mc *Calls) noteCostly(ctx context.Context, trace string, at time.Time, costUSD float64, tokens int64) error {
-	if costUSD > 0 {
-		d := []state.Scored{{Member: trace, Score: math.Round(costUSD * 1e9)}}
-		if _, err := mc.store.IndexIncr(ctx, costlyKey(at), d, costlyTTL); err != nil {
-			return err
-		}
-	}
-	if tokens > 0 {
-		d := []state.Scored{{Member: trace, Score: float64(tokens)}}
-		if _, err := mc.store.IndexIncr(ctx, tokensKey(at), d, costlyTTL); err != nil {
-			return err
-		}
-	}
-	return nil
+	d := []state.Scored{{Member: trace, Score: math.Round(costUSD * 1e9)}, {Member: tokensMember + trace, Score: float64(tokens)}}
+	_, err := mc.store.IndexIncr(ctx, costlyKey(at), d, costlyTTL)
+	return err
 }
 
 // ChainSpend is one chain's spend in the last hour.
@@ -137,23 +131,22 @@ func (mc *Calls) Costly(ctx context.Context, n int) ([]ChainSpend, error) {
 	now := mc.now()
 	byTrace := map[string]*ChainSpend{}
 	for _, at := range []time.Time{now.Add(-time.Hour), now} {
-		for _, k := range []string{costlyKey(at), tokensKey(at)} {
-			ms, err := mc.store.IndexRange(ctx, k, math.Inf(-1), math.Inf(1), 0, 0)
-			if err != nil {
-				return nil, err
+		ms, err := mc.store.IndexRange(ctx, costlyKey(at), math.Inf(-1), math.Inf(1), 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			trace, isTokens := strings.CutPrefix(m.Member, tokensMember)
+			c := byTrace[trace]
+			if c == nil {
+				c = &ChainSpend{TraceID: trace}
+				byTrace[trace] = c
 			}
-			for _, m := range ms {
-				c := byTrace[m.Member]
-				if c == nil {
-					c = &ChainSpend{TraceID: m.Member}
-					byTrace[m.Member] = c
-				}
-				if k == costlyKey(at) {
-					c.CostUSD += m.Score / 1e9
-					c.Priced = true
-				} else {
-					c.Tokens += int64(m.Score)
-				}
+			if isTokens {
+				c.Tokens += int64(m.Score)
+			} else if m.Score > 0 {
+				c.CostUSD += m.Score / 1e9
+				c.Priced = true
 			}
 		}
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,32 +77,69 @@ var costRedis *redistest.Server
 func TestRedisCommandsPerHandoff(t *testing.T) {
 	costRedis = redistest.Start(t)
 	ag := benchAgent(t)
+	model := httptest.NewServer(&chatModel{in: 100, out: 20, rounds: 1})
+	t.Cleanup(model.Close)
 	store := fmt.Sprintf("store: {redis: {url: %q}}\n", costRedis.URL())
-	bB := startBaton(t, "agent: b\nupstream: "+ag.URL+"\nlog_level: warn\n"+store+"edges: [{from: a}]\n", nil)
-	aB := startBaton(t, "agent: a\nupstream: http://127.0.0.1:1\nlog_level: warn\n"+store+
-		"peers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}]\n", nil)
-	client := &http.Client{}
-	const n = 200
-	for _, kind := range []struct {
-		name string
-		body func(i int) string
-	}{
-		{"plain", func(i int) string { return fmt.Sprintf(`{"task":"plain %d"}`, i) }},
-		{"a2a", func(i int) string {
-			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":{"messageId":"m-%d","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`, i, i)
-		}},
-	} {
-		per, total := redisCost(t, n, func(i int) {
-			req, _ := http.NewRequest(http.MethodPost, "http://"+aB.EgressAddr()+"/task", strings.NewReader(kind.body(i)))
-			req.Host = "b"
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+	bB := startBaton(t, "agent: b\nupstream: "+ag.URL+"\nlog_level: warn\n"+store+"edges: [{from: a}, {from: m, mcp: {}}]\n", nil)
+	// a hands off to b; m is a's agent under another name, its edge to b MCP.
+	// a's agent asks the model once per request it handles.
+	var aEgress atomic.Pointer[string]
+	asker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		resp, err := http.Post("http://"+*aEgress.Load()+"/llm/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"gpt-4.1-mini","messages":[{"role":"user","content":"`+r.URL.Query().Get("q")+`"}]}`))
+		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-		})
+		}
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(asker.Close)
+	aB := startBaton(t, "agent: a\nupstream: "+asker.URL+"\nlog_level: warn\n"+store+
+		"peers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}, {from: caller, callers: {anonymous: true}}]\n"+
+		"external: {routes: [{name: llm, url: \""+model.URL+"/\", api: openai}]}\njournal: {hosts: [\""+strings.TrimPrefix(model.URL, "http://")+"\"]}\n", nil)
+	e := aB.EgressAddr()
+	aEgress.Store(&e)
+	mB := startBaton(t, "agent: m\nupstream: "+ag.URL+"\nlog_level: warn\n"+store+
+		"peers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b, mcp: {}}]\n", nil)
+	client := &http.Client{}
+	post := func(url, host, body string, hdr ...string) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if host != "" {
+			req.Host = host
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	const n = 200
+	for _, kind := range []struct {
+		name    string
+		ceiling float64 // commands per handoff this change must not pass
+		send    func(i int)
+	}{
+		{"plain", 15, func(i int) { post("http://"+aB.EgressAddr()+"/task", "b", fmt.Sprintf(`{"task":"plain %d"}`, i)) }},
+		{"a2a", 15, func(i int) {
+			post("http://"+aB.EgressAddr()+"/task", "b", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":{"messageId":"m-%d","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`, i, i))
+		}},
+		{"mcp", 21, func(i int) {
+			post("http://"+mB.EgressAddr()+"/mcp", "b", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_web","arguments":{"query":"q %d"}}}`, i, i),
+				"Mcp-Session-Id", "s-1", "Accept", "application/json, text/event-stream")
+		}},
+		{"a handling with a journaled model call", 11, func(i int) {
+			// A caller's request to a, whose agent asks the model once: the
+			// receipt, the dedupe window, the journal's load and append.
+			post(fmt.Sprintf("http://%s/task?q=%d", aB.IngressAddr(), i), "", `{"task":"ask"}`)
+		}},
+	} {
+		per, total := redisCost(t, n, kind.send)
 		names := make([]string, 0, len(per))
 		for k := range per {
 			names = append(names, k)
@@ -111,5 +150,8 @@ func TestRedisCommandsPerHandoff(t *testing.T) {
 			parts = append(parts, fmt.Sprintf("%s %.2f", k, per[k]))
 		}
 		t.Logf("%s: %.2f commands per handoff: %s", kind.name, total, strings.Join(parts, ", "))
+		if total > kind.ceiling {
+			t.Errorf("%s: %.2f commands per handoff, over the ceiling of %.0f", kind.name, total, kind.ceiling)
+		}
 	}
 }

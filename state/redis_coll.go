@@ -52,12 +52,12 @@ func (r *Redis) IndexAdd(ctx context.Context, key, member string, score float64,
 }
 
 // IndexIncr sends a ZINCRBY per delta and PEXPIRE (PERSIST for no ttl)
-// in one MULTI.
+// in one pipeline: each ZINCRBY is atomic, and counters need no MULTI.
 func (r *Redis) IndexIncr(ctx context.Context, key string, deltas []Scored, ttl time.Duration) ([]float64, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	k := r.Key(key)
-	pipe := r.client.TxPipeline()
+	pipe := r.client.Pipeline()
 	cmds := make([]*redis.FloatCmd, len(deltas))
 	for i, d := range deltas {
 		cmds[i] = pipe.ZIncrBy(ctx, k, d.Score, d.Member)

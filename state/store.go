@@ -49,9 +49,9 @@ type Store interface {
 	// IndexAdd adds or updates member with score in the sorted index at key, refreshing the index's ttl.
 	IndexAdd(ctx context.Context, key, member string, score float64, ttl time.Duration) error
 	// IndexIncr adds each delta's Score to its Member's score in the index
-	// at key (an absent member counts from 0), refreshing the index's ttl,
-	// atomically and in one round trip, and returns the members' scores
-	// after, in order: counters that several Batons add to.
+	// at key (an absent member counts from 0), each add atomic, and
+	// refreshes the index's ttl, in one round trip; it returns the members'
+	// scores after, in order: counters that several Batons add to.
 	IndexIncr(ctx context.Context, key string, deltas []Scored, ttl time.Duration) ([]float64, error)
 	// IndexRange returns members with min <= score <= max in ascending score order (ties by member),
 	// skipping offset, at most count (count<=0: all).
