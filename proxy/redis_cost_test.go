@@ -49,13 +49,11 @@ func redisCost(t *testing.T, n int, send func(i int)) (map[string]float64, float
 	for i := range 5 {
 		send(-1 - i) // connections, holders, announcements
 	}
-	time.Sleep(1500 * time.Millisecond) // the warm-up's records flushed
-	before := redisCommands(t, rc)
+	before := settled(t, rc) // the warm-up's records flushed
 	for i := range n {
 		send(i)
 	}
-	time.Sleep(1500 * time.Millisecond) // the records flushed (the book's flusher)
-	after := redisCommands(t, rc)
+	after := settled(t, rc) // the records flushed (the book's flusher)
 	per := map[string]float64{}
 	total := 0.0
 	for name, c := range after {
@@ -65,6 +63,30 @@ func redisCost(t *testing.T, n int, send func(i int)) (map[string]float64, float
 		}
 	}
 	return per, total
+}
+
+// settled returns the commands Redis served once no handoff's write is
+// still coming: the count of record and window commands has not moved for
+// 200ms (the Batons' background marks go on, and are left in).
+func settled(t *testing.T, rc *redis.Client) map[string]int {
+	t.Helper()
+	quiet := func(m map[string]int) int {
+		return m["hsetnx"] + m["hset"] + m["set"] + m["evalsha"] + m["rpush"] + m["zincrby"]
+	}
+	last, since := redisCommands(t, rc), time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(25 * time.Millisecond)
+		cur := redisCommands(t, rc)
+		if quiet(cur) != quiet(last) {
+			last, since = cur, time.Now()
+			continue
+		}
+		if time.Since(since) >= 200*time.Millisecond {
+			return cur
+		}
+	}
+	t.Fatal("the Batons' writes never settled")
+	return nil
 }
 
 var costRedis *redistest.Server
