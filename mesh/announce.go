@@ -83,6 +83,9 @@ type Options struct {
 	// Metrics serves the Baton's metrics (its GET /metrics); nil: no
 	// edge figures.
 	Metrics http.Handler
+	// Served counts the requests the Baton has served (nil: unknown, and
+	// every announcement scrapes the metrics).
+	Served func() int64
 	// TLSIdentity is the Baton's SPIFFE ID when it serves TLS ("" when not).
 	TLSIdentity string
 }
@@ -94,6 +97,10 @@ type Announcer struct {
 	started time.Time
 	version string
 	snaps   []*edgehealth.Snapshot // the last minute's, oldest first
+	// last is the last scrape, taken when the Baton had served lastServed
+	// requests.
+	last       *edgehealth.Snapshot
+	lastServed int64
 
 	mu     sync.Mutex
 	recent map[string][]RecentTrace // by peer, newest first
@@ -132,6 +139,15 @@ func (a *Announcer) Answered(rec *record.Record) {
 		list = list[:recentTraces]
 	}
 	a.recent[rec.To] = list
+}
+
+// served is how many requests the Baton has served (Options.Served), or
+// -1 when it cannot say.
+func (a *Announcer) served() int64 {
+	if a.o.Served == nil {
+		return -1
+	}
+	return a.o.Served()
 }
 
 // Run announces the Baton every AnnounceEvery until ctx ends, then
@@ -180,9 +196,20 @@ func (a *Announcer) figures(ctx context.Context, now time.Time) ([]EdgeFigures, 
 	if a.o.Metrics == nil {
 		return nil, nil, 0
 	}
-	snap, err := edgehealth.Scrape(ctx, a.o.Metrics, now)
-	if err != nil {
-		return nil, nil, 0
+	// A Baton that served nothing since its last scrape has the same
+	// figures: its last scrape stands for now, and an idle Baton does not
+	// run (and keep mapped) the metrics' exposition every AnnounceEvery.
+	var snap *edgehealth.Snapshot
+	if served := a.served(); served >= 0 && a.last != nil && served == a.lastServed {
+		s := *a.last
+		s.At = now
+		snap = &s
+	} else {
+		var err error
+		if snap, err = edgehealth.Scrape(ctx, a.o.Metrics, now); err != nil {
+			return nil, nil, 0
+		}
+		a.last, a.lastServed = snap, served
 	}
 	for len(a.snaps) > 0 && now.Sub(a.snaps[0].At) > window {
 		a.snaps = a.snaps[1:]

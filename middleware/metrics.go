@@ -60,6 +60,9 @@ var (
 type Metrics struct {
 	meter metric.Meter
 
+	// served counts the requests ended on the listeners (Served).
+	served atomic.Int64
+
 	// Recorded as requests end: per edge (indexed by the edge* constants),
 	// per store operation and per HTTP server or client.
 	edgeHists  [nEdgeHists]*histogram

@@ -25,9 +25,20 @@ func Measure(m *Metrics) func(http.Handler) http.Handler {
 }
 
 func (m *Metrics) ended(r *http.Request) {
+	m.served.Add(1)
 	if in := InfoFromContext(r.Context()); in != nil {
 		m.request(r.Method, in, time.Since(in.Start))
 	}
+}
+
+// Served returns how many requests the egress and ingress listeners have
+// served: what changed nothing in the metrics while it stays the same (a
+// nil Metrics: 0).
+func (m *Metrics) Served() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.served.Load()
 }
 
 // outcomeOf tells what became of the request.

@@ -57,6 +57,10 @@ type Parts struct {
 	EgressAddr, IngressAddr, AdminAddr func() string
 	// Metrics serves this Baton's metrics (GET /metrics), or is nil.
 	Metrics http.Handler
+	// Served counts the requests the egress and ingress listeners have
+	// served (always 0 without metrics): while it stays the same, nothing
+	// the metrics say has changed.
+	Served func() int64
 	// Taint labels untrusted content (docs/untrusted.md); RememberRead
 	// remembers what the agent read from an untrusted source.
 	Taint *middleware.Taint

@@ -161,7 +161,7 @@ func New(o Options) (*Server, error) {
 	plug, err := o.plugged(&Parts{Config: c, Store: o.Store, Book: s.book, Log: o.Logger, Meters: o.MeterProvider,
 		Env: env, Handlings: hs, Background: s.background, Signer: ts.signer, Resend: s.Resend,
 		BreakerOpen: s.breakerOpen, Egress: func() http.Handler { return s.egressChain }, EgressAddr: s.EgressAddr,
-		IngressAddr: s.IngressAddr, AdminAddr: s.AdminAddr, Metrics: o.Metrics, Taint: tainted, Peers: rs})
+		IngressAddr: s.IngressAddr, AdminAddr: s.AdminAddr, Metrics: o.Metrics, Served: sm.m.Served, Taint: tainted, Peers: rs})
 	if err != nil {
 		return nil, err
 	}

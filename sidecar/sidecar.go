@@ -126,7 +126,7 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 
 	// The mesh: this Baton announces itself in the store, with its
 	// outbound edges' last minute, and lists the others (docs/console.md).
-	b.Mesh = mesh.New(mesh.Options{Store: p.Store, Log: p.Log, Agent: c.Agent, Metrics: p.Metrics,
+	b.Mesh = mesh.New(mesh.Options{Store: p.Store, Log: p.Log, Agent: c.Agent, Metrics: p.Metrics, Served: p.Served,
 		TLSIdentity: tlsIdentity(c),
 		Addrs:       func() (string, string, string) { return p.EgressAddr(), p.IngressAddr(), p.AdminAddr() }})
 	p.Background(b.Mesh.Run)

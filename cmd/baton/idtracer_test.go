@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
 )
 
 // With no exporter configured, serve uses IDTracerProvider, and a handoff through

@@ -85,6 +85,10 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+// settleTrim is when, after it starts, serve trims its start-up pages and
+// garbage a second time.
+const settleTrim = 3 * time.Second
+
 // logFlushInterval bounds how long a log line may sit in the buffer.
 const logFlushInterval = 200 * time.Millisecond
 
@@ -131,6 +135,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	if err := srv.Start(); err != nil {
 		return err
 	}
+	// The work of the first seconds (the first announcement to the mesh,
+	// the first scrape of its own metrics, the store's first connections)
+	// maps and allocates what an idle Baton does not hold again: once it is
+	// done, the same trim again.
+	settle := time.AfterFunc(settleTrim, func() {
+		debug.FreeOSMemory()
+		trimStartupPages()
+	})
+	defer settle.Stop()
 	var runErr error
 	select {
 	case <-ctx.Done():
