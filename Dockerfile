@@ -5,9 +5,12 @@
 #   docker build --build-arg VERSION=$(git describe --tags --always) -t baton .
 #
 # The init image of transparent mode (the same binary beside iptables, which
-# `baton iptables` drives) is the init target:
+# `baton iptables` drives) is the init target, and the injector's image (the
+# full build: the admission webhook, inject, the demo; never beside an agent)
+# the injector target:
 #
 #   docker build --build-arg VERSION=... --target init -t baton-init .
+#   docker build --build-arg VERSION=... --target injector -t baton-injector .
 
 FROM golang:1.26 AS build
 WORKDIR /src
@@ -16,12 +19,20 @@ RUN ["go", "mod", "download"]
 COPY . .
 ARG VERSION=dev
 RUN ["sh", "build/static.sh", "/out/baton"]
+RUN ["env", "TAGS=", "sh", "build/static.sh", "/out/baton-full"]
 
 FROM debian:bookworm-slim AS init
 RUN apt-get update \
  && apt-get install -y --no-install-recommends iptables \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/baton /baton
+ENTRYPOINT ["/baton"]
+
+FROM gcr.io/distroless/static-debian12:nonroot AS injector
+LABEL org.opencontainers.image.source="https://github.com/batonproxy/baton" \
+      org.opencontainers.image.description="Baton's sidecar injector: the admission webhook that adds Baton to agents' pods"
+COPY --from=build /out/baton-full /baton
+USER 1337:1337
 ENTRYPOINT ["/baton"]
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -8,8 +8,11 @@ STATICCHECK_VERSION := v0.8.2
 .PHONY: build image-build-check test demo lint fuzz fuzz-ci bench clean
 
 # The static build (build/static.sh), the same one the Dockerfile runs.
+# TAGS=sidecar (the default): the build beside every agent; TAGS= the full
+# build (the injector's image, the demo, chaos).
+TAGS ?= sidecar
 build:
-	GO=$(GO) VERSION=$(VERSION) sh build/static.sh bin/baton
+	GO=$(GO) VERSION=$(VERSION) TAGS=$(TAGS) sh build/static.sh bin/baton
 
 # The image's build without docker: the same script, then proof that the
 # binary is static (no ELF interpreter, CGO_ENABLED=0), stripped and stamped.

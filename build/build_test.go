@@ -14,8 +14,12 @@ import (
 	"testing"
 )
 
-// buildLine is the build stage's command: the script every build runs.
-var buildLine = []string{"sh", "build/static.sh", "/out/baton"}
+// buildLine is the build stage's command: the script every build runs;
+// fullLine its full build, for the injector's image.
+var (
+	buildLine = []string{"sh", "build/static.sh", "/out/baton"}
+	fullLine  = []string{"env", "TAGS=", "sh", "build/static.sh", "/out/baton-full"}
+)
 
 // instruction is one Dockerfile instruction, continuation lines joined.
 type instruction struct {
@@ -114,6 +118,8 @@ func TestDockerfile(t *testing.T) {
 		}
 		if a, ok := in.execForm(); ok && slices.Equal(a, buildLine) {
 			built = true
+		} else if ok && slices.Equal(a, fullLine) {
+			continue
 		} else if strings.Contains(in.args, "go build") || strings.Contains(in.args, "static.sh") {
 			t.Errorf("line %d: the build must be exactly RUN %q, got RUN %s", in.line, buildLine, in.args)
 		}
@@ -153,13 +159,25 @@ func TestDockerfile(t *testing.T) {
 		t.Error("the final stage does not COPY --from=build /out/baton /baton")
 	}
 
-	// The init image carries the same binary.
+	// The init image carries the same binary; the injector's, the full
+	// build.
+	var init, injector bool
 	for _, s := range stages[1 : len(stages)-1] {
-		if s.name == "init" {
-			return
+		switch s.name {
+		case "init":
+			init = true
+		case "injector":
+			for _, in := range s.body {
+				injector = injector || (in.cmd == "COPY" && in.args == "--from=build /out/baton-full /baton")
+			}
 		}
 	}
-	t.Error("no init stage (Baton with iptables, for transparent mode)")
+	if !init {
+		t.Error("no init stage (Baton with iptables, for transparent mode)")
+	}
+	if !injector {
+		t.Error("no injector stage copying the full build (/out/baton-full) to /baton")
+	}
 }
 
 // TestMakefileRunsTheScript keeps `make build` and `make

@@ -29,6 +29,10 @@ app.kubernetes.io/component: injector
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
+{{- define "baton.injectorImage" -}}
+{{- printf "%s:%s" .Values.injectorImage.repository (.Values.injectorImage.tag | default .Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
 {{- define "baton.initImage" -}}
 {{- printf "%s:%s" .Values.initImage.repository (.Values.initImage.tag | default .Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}

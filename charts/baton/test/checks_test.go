@@ -86,7 +86,7 @@ func checkDeployment(t *testing.T, r *rendered) {
 		t.Fatalf("containers %d", len(pod.Spec.Containers))
 	}
 	c := pod.Spec.Containers[0]
-	if c.Image != "ghcr.io/batonproxy/baton:0.1.0" || c.Args[0] != "inject-webhook" {
+	if c.Image != "ghcr.io/batonproxy/baton-injector:0.1.0" || c.Args[0] != "inject-webhook" {
 		t.Errorf("image %s args %q", c.Image, c.Args)
 	}
 	mounts := map[string]string{}
