@@ -39,7 +39,8 @@ func buildBaton(ctx context.Context, root, dir string) (string, error) {
 	bin := filepath.Join(dir, "baton")
 	// The same build as `make build` and the image: static, trimmed,
 	// stripped, so that RSS is measured on what ships.
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/baton")
+	// The sidecar's build, as its image carries it (build/static.sh).
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "sidecar", "-ldflags", "-s -w", "-o", bin, "./cmd/baton")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var out bytes.Buffer
