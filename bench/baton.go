@@ -37,9 +37,9 @@ func buildBaton(ctx context.Context, root, dir string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	bin := filepath.Join(dir, "baton")
-	// The same build as `make build` and the image: static, trimmed,
-	// stripped, so that RSS is measured on what ships.
-	// The sidecar's build, as its image carries it (build/static.sh).
+	// The same build as `make build` and the sidecar's image: static,
+	// trimmed, stripped, the sidecar's tags, so that RSS is measured on what
+	// ships.
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "sidecar", "-ldflags", "-s -w", "-o", bin, "./cmd/baton")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
