@@ -123,7 +123,10 @@ func TestLeaseRenewedWhileAgentWorks(t *testing.T) {
 	t.Parallel()
 	store := &renewCounter{Memory: state.NewMemory(config.Memory{})}
 	defer store.Close()
-	pol := &DedupePolicy{Methods: []string{"POST"}, Window: time.Minute, Lease: 60 * time.Millisecond, MaxResponseBytes: 1024}
+	// A lease long enough that a loaded machine's scheduling delays do not
+	// let one lapse between renewals (each renewal is due a third of a
+	// lease after the last).
+	pol := &DedupePolicy{Methods: []string{"POST"}, Window: time.Minute, Lease: 300 * time.Millisecond, MaxResponseBytes: 1024}
 	release := make(chan struct{})
 	h := Dedupe(store, nil, func(string) *DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -141,7 +144,7 @@ func TestLeaseRenewedWhileAgentWorks(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), req())
 	}()
 	// Several leases pass while the agent works; renewals keep the claim.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for store.renewals.Load() < 5 {
 		if time.Now().After(deadline) {
 			t.Fatal("the lease is not being renewed")
