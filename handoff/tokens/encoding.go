@@ -1,0 +1,97 @@
+package tokens
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2/v2"
+)
+
+// encoding is a byte-pair encoding: text is split into pieces by its
+// pattern, and each piece's bytes are merged by its vocabulary's ranks.
+type encoding struct {
+	name    string
+	vocab   *vocabulary
+	pattern string
+	// special are the encoding's special tokens. A count never treats them
+	// as special: "<|endoftext|>" in a handoff's text is text, counted as
+	// its plain tokens, as the model's API reads it in a message.
+	special map[string]int
+
+	once  sync.Once
+	split *regexp2.Regexp
+	err   error
+}
+
+// modelPrefix gives the encoding of the models whose names begin with it.
+type modelPrefix struct{ prefix, encoding string }
+
+// encodingForModel returns the encoding of a model, by its name or by a
+// prefix of it, or nil.
+func encodingForModel(model string) *encoding {
+	if e, ok := models[model]; ok {
+		return encodings[e]
+	}
+	for _, p := range modelPrefixes {
+		if strings.HasPrefix(model, p.prefix) {
+			return encodings[p.encoding]
+		}
+	}
+	return nil
+}
+
+// load compiles the pattern and reads the vocabulary, once.
+func (e *encoding) load() error {
+	e.once.Do(func() {
+		// Compile, not MustCompile: MustCompile would take a compiled-in
+		// engine registered for the same pattern (another package's
+		// generated code) when one is linked, and counts would then run on
+		// different code in tests and in the sidecar.
+		e.split, e.err = regexp2.Compile(e.pattern, regexp2.None)
+		if e.err != nil {
+			e.err = fmt.Errorf("tokens: %s: pattern: %w", e.name, e.err)
+			return
+		}
+		e.err = e.vocab.load()
+	})
+	return e.err
+}
+
+// count returns the tokens of text. Invalid UTF-8 is read as the pattern
+// reads it: each byte that starts no valid sequence is U+FFFD.
+func (e *encoding) count(text string) (int, error) {
+	if err := e.load(); err != nil {
+		return 0, err
+	}
+	if !utf8.ValidString(text) {
+		text = string([]rune(text))
+	}
+	m, err := e.split.FindStringMatch(text)
+	n, at, offset := 0, 0, 0 // tokens so far; the rune and byte offsets of the last match's end
+	for m != nil && err == nil {
+		start := skipRunes(text, offset, m.RuneIndex-at)
+		offset = skipRunes(text, start, m.RuneLength)
+		at = m.RuneIndex + m.RuneLength
+		n += e.vocab.merge(text[start:offset])
+		m, err = e.split.FindNextMatch(m)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("tokens: %s: splitting: %w", e.name, err)
+	}
+	return n, nil
+}
+
+// skipRunes returns the byte offset k runes past offset in valid UTF-8.
+func skipRunes(text string, offset, k int) int {
+	for ; k > 0; k-- {
+		if text[offset] < utf8.RuneSelf {
+			offset++
+			continue
+		}
+		_, w := utf8.DecodeRuneInString(text[offset:])
+		offset += w
+	}
+	return offset
+}
