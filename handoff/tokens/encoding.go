@@ -68,30 +68,13 @@ func (e *encoding) count(text string) (int, error) {
 	if !utf8.ValidString(text) {
 		text = string([]rune(text))
 	}
-	m, err := e.split.FindStringMatch(text)
-	n, at, offset := 0, 0, 0 // tokens so far; the rune and byte offsets of the last match's end
-	for m != nil && err == nil {
-		start := skipRunes(text, offset, m.RuneIndex-at)
-		offset = skipRunes(text, start, m.RuneLength)
-		at = m.RuneIndex + m.RuneLength
-		n += e.vocab.merge(text[start:offset])
-		m, err = e.split.FindNextMatch(m)
-	}
+	pieces, err := e.split.FindAllStringIndex(text, -1)
 	if err != nil {
 		return 0, fmt.Errorf("tokens: %s: splitting: %w", e.name, err)
 	}
-	return n, nil
-}
-
-// skipRunes returns the byte offset k runes past offset in valid UTF-8.
-func skipRunes(text string, offset, k int) int {
-	for ; k > 0; k-- {
-		if text[offset] < utf8.RuneSelf {
-			offset++
-			continue
-		}
-		_, w := utf8.DecodeRuneInString(text[offset:])
-		offset += w
+	n := 0
+	for _, p := range pieces {
+		n += e.vocab.merge(text[p[0]:p[1]])
 	}
-	return offset
+	return n, nil
 }

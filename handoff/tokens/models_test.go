@@ -1,0 +1,69 @@
+package tokens
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// TestModelsAgreeWithLibrary checks the model table against
+// tokenizer.ForModel: every model and prefix in it, and names that only a
+// prefix or nothing matches.
+func TestModelsAgreeWithLibrary(t *testing.T) {
+	names := slices.Collect(maps.Keys(models))
+	for _, p := range modelPrefixes {
+		names = append(names, p.prefix+"2025-01-01", p.prefix)
+	}
+	names = append(names, "gpt-4o-mini", "gpt-4.1-nano", "chatgpt-4o-latest", "ft:gpt-4o-mini:acme::x1",
+		"ft:gpt-3.5-turbo-0613:acme", "gpt-5.1", "gpt2", "claude-sonnet-4", "gemini-2.5-pro", "llama3", "o3-pro", "")
+	for _, name := range names {
+		want := ""
+		if codec, err := tokenizer.ForModel(tokenizer.Model(name)); err == nil {
+			want = codec.GetName()
+		}
+		got := ""
+		if e := encodingForModel(name); e != nil {
+			got = e.name
+		}
+		if got != want {
+			t.Errorf("model %q: encoding %q, the library's %q", name, got, want)
+		}
+	}
+	for i, p := range modelPrefixes {
+		for _, q := range modelPrefixes[i+1:] {
+			if strings.HasPrefix(p.prefix, q.prefix) || strings.HasPrefix(q.prefix, p.prefix) {
+				t.Errorf("prefixes %q and %q overlap: which applies would depend on order", p.prefix, q.prefix)
+			}
+		}
+	}
+}
+
+// TestVocabulariesLoad reads every vocabulary and checks each encoding's
+// special tokens are not in it.
+func TestVocabulariesLoad(t *testing.T) {
+	for name, e := range encodings {
+		if err := e.load(); err != nil {
+			t.Fatal(err)
+		}
+		if len(e.vocab.rank) < e.vocab.ranks-len(e.special) || len(e.vocab.rank) > e.vocab.ranks {
+			t.Errorf("%s: %d tokens of %d ranks", name, len(e.vocab.rank), e.vocab.ranks)
+		}
+		for s := range e.special {
+			if _, ok := e.vocab.rank[s]; ok {
+				t.Errorf("%s: special token %q is in the vocabulary", name, s)
+			}
+		}
+	}
+}
+
+func TestBrokenVocabularyIsAnError(t *testing.T) {
+	if _, err := readVocabulary("vocab/r50k_base.bpe.gz", 50257); err == nil {
+		t.Error("a vocabulary of the wrong size was read")
+	}
+	if _, err := readVocabulary("vocab/none.bpe.gz", 1); err == nil {
+		t.Error("a missing vocabulary was read")
+	}
+}
