@@ -13,7 +13,7 @@ const heapFrom = 128
 
 // merge returns the number of tokens byte-pair merging makes of piece.
 func (v *vocabulary) merge(piece string) int {
-	if _, ok := v.rank[piece]; ok || len(piece) <= 1 {
+	if _, ok := v.rank(piece); ok || len(piece) <= 1 {
 		return min(len(piece), 1)
 	}
 	if len(piece) >= heapFrom {
@@ -24,7 +24,7 @@ func (v *vocabulary) merge(piece string) int {
 
 // pairRank is the rank of a[i:k] as a token, or noRank.
 func (v *vocabulary) pairRank(piece string, i, k int) uint32 {
-	if r, ok := v.rank[piece[i:k]]; ok {
+	if r, ok := v.rank(piece[i:k]); ok {
 		return r
 	}
 	return noRank

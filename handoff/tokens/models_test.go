@@ -41,18 +41,26 @@ func TestModelsAgreeWithLibrary(t *testing.T) {
 	}
 }
 
-// TestVocabulariesLoad reads every vocabulary and checks each encoding's
-// special tokens are not in it.
+// TestVocabulariesLoad reads every vocabulary, finds each token's rank by
+// its bytes, and checks each encoding's special tokens are not in it.
 func TestVocabulariesLoad(t *testing.T) {
 	for name, e := range encodings {
 		if err := e.load(); err != nil {
 			t.Fatal(err)
 		}
-		if len(e.vocab.rank) < e.vocab.ranks-len(e.special) || len(e.vocab.rank) > e.vocab.ranks {
-			t.Errorf("%s: %d tokens of %d ranks", name, len(e.vocab.rank), e.vocab.ranks)
+		v := e.vocab
+		if v.tokens < v.ranks-len(e.special) || v.tokens > v.ranks {
+			t.Errorf("%s: %d tokens of %d ranks", name, v.tokens, v.ranks)
+		}
+		for r := range uint32(v.ranks) {
+			if tok := v.token(r); tok != "" {
+				if got, ok := v.rank(tok); !ok || got != r {
+					t.Fatalf("%s: token %q of rank %d found as rank %d (%v)", name, tok, r, got, ok)
+				}
+			}
 		}
 		for s := range e.special {
-			if _, ok := e.vocab.rank[s]; ok {
+			if _, ok := v.rank(s); ok {
 				t.Errorf("%s: special token %q is in the vocabulary", name, s)
 			}
 		}
