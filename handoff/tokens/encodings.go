@@ -6,7 +6,7 @@ package tokens
 var (
 	vocabCl100kBase = &vocabulary{file: "vocab/cl100k_base.bpe.gz", ranks: 100256}
 	vocabO200kBase  = &vocabulary{file: "vocab/o200k_base.bpe.gz", ranks: 199998}
-	vocabP50kBase   = &vocabulary{file: "vocab/p50k_base.bpe.gz", ranks: 50281}
+	vocabP50kBase   = &vocabulary{file: "vocab/p50k_base.bpe.gz", ranks: 50281, base: vocabR50kBase}
 	vocabR50kBase   = &vocabulary{file: "vocab/r50k_base.bpe.gz", ranks: 50256}
 )
 

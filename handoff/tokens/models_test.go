@@ -68,10 +68,13 @@ func TestVocabulariesLoad(t *testing.T) {
 }
 
 func TestBrokenVocabularyIsAnError(t *testing.T) {
-	if _, err := readVocabulary("vocab/r50k_base.bpe.gz", 50257); err == nil {
+	if _, err := readVocabulary("vocab/r50k_base.bpe.gz", 50257, nil); err == nil {
 		t.Error("a vocabulary of the wrong size was read")
 	}
-	if _, err := readVocabulary("vocab/none.bpe.gz", 1); err == nil {
+	if _, err := readVocabulary("vocab/p50k_base.bpe.gz", vocabP50kBase.ranks, nil); err == nil {
+		t.Error("a vocabulary was read without the vocabulary it extends")
+	}
+	if _, err := readVocabulary("vocab/none.bpe.gz", 1, nil); err == nil {
 		t.Error("a missing vocabulary was read")
 	}
 }

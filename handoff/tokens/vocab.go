@@ -28,7 +28,8 @@ const noRank = ^uint32(0)
 // p50k_edit) share its memory.
 type vocabulary struct {
 	file  string
-	ranks int // the file's ranks, some with no token
+	ranks int         // ranks, some with no token
+	base  *vocabulary // the vocabulary this one extends; its file holds the ranks past base's
 
 	once sync.Once
 	*table
@@ -39,7 +40,14 @@ type vocabulary struct {
 // each count reports.
 func (v *vocabulary) load() error {
 	v.once.Do(func() {
-		v.table, v.err = readVocabulary(v.file, v.ranks)
+		var base *table
+		if v.base != nil {
+			if v.err = v.base.load(); v.err != nil {
+				return
+			}
+			base = v.base.table
+		}
+		v.table, v.err = readVocabulary(v.file, v.ranks, base)
 		if v.err != nil {
 			v.err = fmt.Errorf("tokens: %s: %w", v.file, v.err)
 		}
@@ -83,9 +91,10 @@ func (t *table) rank(s string) (uint32, bool) {
 }
 
 // readVocabulary reads the format internal/gen writes: gzip of the count
-// of ranks (uvarint), then each rank's token as its length (uvarint) and
-// bytes, length 0 where a rank has no token.
-func readVocabulary(file string, ranks int) (*table, error) {
+// of ranks and the first rank the file holds (uvarints; the ranks before
+// are base's), then each rank's token as its length (uvarint) and bytes,
+// length 0 where a rank has no token.
+func readVocabulary(file string, ranks int, base *table) (*table, error) {
 	f, err := vocabFiles.Open(file)
 	if err != nil {
 		return nil, err
@@ -100,15 +109,25 @@ func readVocabulary(file string, ranks int) (*table, error) {
 		return nil, err
 	}
 	data := raw.Bytes()
-	n, w := binary.Uvarint(data)
-	if w <= 0 || n != uint64(ranks) {
-		return nil, fmt.Errorf("holds %d ranks, want %d", n, ranks)
+	from := 0
+	if base != nil {
+		from = len(base.end)
 	}
-	data = data[w:]
+	n, w := binary.Uvarint(data)
+	first, w2 := binary.Uvarint(data[max(w, 0):])
+	if w <= 0 || w2 <= 0 || n != uint64(ranks) || first != uint64(from) {
+		return nil, fmt.Errorf("holds ranks %d to %d, want %d to %d", first, int64(n)-1, from, ranks-1)
+	}
+	data = data[w+w2:]
 	t := &table{end: make([]uint32, ranks), seed: maphash.MakeSeed()}
 	var all strings.Builder
 	all.Grow(len(data))
-	for r := range ranks {
+	if base != nil {
+		all.WriteString(base.data)
+		copy(t.end, base.end)
+		t.tokens = base.tokens
+	}
+	for r := from; r < ranks; r++ {
 		l, w := binary.Uvarint(data)
 		if w <= 0 || l > uint64(len(data)-w) {
 			return nil, fmt.Errorf("rank %d: %w", r, io.ErrUnexpectedEOF)

@@ -40,6 +40,7 @@ type encoding struct {
 	Name    string
 	Vocab   string // the vocabulary's file, shared by encodings with one vocabulary
 	Ranks   int    // ranks 0..Ranks-1, some with no token
+	Base    string // the vocabulary this one extends, or ""
 	Pattern string
 	Special []special
 }
@@ -70,7 +71,7 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	written := map[string]int{} // ranks by vocabulary file
+	vocabs := map[string][][]byte{} // tokens by vocabulary file
 	for i := range encs {
 		e := &encs[i]
 		tokens, err := vocabulary(e.Name, e.Special)
@@ -78,22 +79,29 @@ func run(out string) error {
 			return err
 		}
 		e.Ranks = len(tokens)
-		if ranks, ok := written[e.Vocab]; ok {
-			if ranks != e.Ranks {
-				return fmt.Errorf("%s: %d ranks in vocabulary %s, which has %d", e.Name, e.Ranks, e.Vocab, ranks)
-			}
-			continue
+		if v, ok := vocabs[e.Vocab]; ok && (len(v) != len(tokens) || !extends(tokens, v)) {
+			return fmt.Errorf("%s: its vocabulary differs from the other encodings' of vocabulary %s", e.Name, e.Vocab)
 		}
-		written[e.Vocab] = e.Ranks
-		data, err := compact(tokens)
+		vocabs[e.Vocab] = tokens
+	}
+	for i := range encs {
+		e := &encs[i]
+		e.Base = base(e.Vocab, vocabs)
+	}
+	for name, tokens := range vocabs {
+		from := 0
+		if b := base(name, vocabs); b != "" {
+			from = len(vocabs[b])
+		}
+		data, err := compact(tokens, from)
 		if err != nil {
 			return err
 		}
-		path := filepath.Join(out, "vocab", e.Vocab+".bpe.gz")
+		path := filepath.Join(out, "vocab", name+".bpe.gz")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			return err
 		}
-		log.Printf("%s: %d ranks, %d bytes", path, len(tokens), len(data))
+		log.Printf("%s: ranks %d to %d, %d bytes", path, from, len(tokens)-1, len(data))
 	}
 	models, prefixes, err := parseModels(filepath.Join(dir, "tokenizer.go"))
 	if err != nil {
@@ -150,13 +158,15 @@ func vocabulary(name string, specials []special) ([][]byte, error) {
 	return tokens, nil
 }
 
-// compact writes tokens in rank order, each its length (uvarint) then its
-// bytes, a rank with no token as length 0, after their count (uvarint),
-// all gzip-compressed.
-func compact(tokens [][]byte) ([]byte, error) {
+// compact writes the count of tokens' ranks and the first rank it holds
+// (uvarints), then each token from that rank on, in rank order: its length
+// (uvarint) and bytes, length 0 where a rank has no token; all
+// gzip-compressed.
+func compact(tokens [][]byte, from int) ([]byte, error) {
 	var raw []byte
 	raw = binary.AppendUvarint(raw, uint64(len(tokens)))
-	for _, t := range tokens {
+	raw = binary.AppendUvarint(raw, uint64(from))
+	for _, t := range tokens[from:] {
 		raw = binary.AppendUvarint(raw, uint64(len(t)))
 		raw = append(raw, t...)
 	}
@@ -172,6 +182,25 @@ func compact(tokens [][]byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// base returns the largest other vocabulary that vocabulary name extends
+// (p50k_base is r50k_base and 25 tokens more), or "". Its file holds only
+// the tokens past its base's.
+func base(name string, vocabs map[string][][]byte) string {
+	b := ""
+	for other, tokens := range vocabs {
+		if other != name && len(tokens) < len(vocabs[name]) && extends(vocabs[name], tokens) &&
+			(b == "" || len(tokens) > len(vocabs[b])) {
+			b = other
+		}
+	}
+	return b
+}
+
+// extends reports whether tokens begin with the tokens of base.
+func extends(tokens, base [][]byte) bool {
+	return len(tokens) >= len(base) && slices.EqualFunc(tokens[:len(base)], base, bytes.Equal)
 }
 
 // parseCodecs reads each encoding's constructor in the library's codec

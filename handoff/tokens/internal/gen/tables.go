@@ -142,7 +142,7 @@ package tokens
 // The vocabularies, each loaded from its file on first use.
 var (
 {{- range .Vocabs}}
-	{{ident .Vocab}} = &vocabulary{file: "vocab/{{.Vocab}}.bpe.gz", ranks: {{.Ranks}}}
+	{{ident .Vocab}} = &vocabulary{file: "vocab/{{.Vocab}}.bpe.gz", ranks: {{.Ranks}} {{- with .Base}}, base: {{ident .}}{{end}} }
 {{- end}}
 )
 
