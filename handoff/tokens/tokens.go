@@ -6,7 +6,7 @@
 // The encoder is Baton's own, and counts as OpenAI's tiktoken does: text
 // is split by the encoding's pattern (github.com/dlclark/regexp2) and each
 // piece's bytes are merged by rank; special tokens in the text are text.
-// Its vocabularies are embedded compressed (vocab/, about 2 MB for the
+// Its vocabularies are embedded compressed (vocab/, 1.8 MB for the
 // four), and one is read into memory the first time a text is counted
 // with it. They are OpenAI's, published with tiktoken (MIT licence,
 // Copyright (c) 2022 OpenAI, Shantanu Jain), and were written out by
