@@ -45,10 +45,11 @@ func encodingForModel(model string) *encoding {
 // load compiles the pattern and reads the vocabulary, once.
 func (e *encoding) load() error {
 	e.once.Do(func() {
-		// Compile, not MustCompile: MustCompile would take a compiled-in
-		// engine registered for the same pattern (another package's
-		// generated code) when one is linked, and counts would then run on
-		// different code in tests and in the sidecar.
+		// Compile, not MustCompile: MustCompile takes the engine compiled
+		// for the same pattern when one is linked (tiktoken-go/tokenizer's
+		// generated code is, in the tests), and counts would then run on
+		// other code in the tests than in Baton; that code also skips
+		// U+007F, and splits some runs of whitespace unlike tiktoken.
 		e.split, e.err = regexp2.Compile(e.pattern, regexp2.None)
 		if e.err != nil {
 			e.err = fmt.Errorf("tokens: %s: pattern: %w", e.name, e.err)
