@@ -23,6 +23,7 @@ import (
 	"go/parser"
 	"go/token"
 	"log"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,8 @@ func run(out string) error {
 		e := &encs[i]
 		e.Base = base(e.Vocab, vocabs)
 	}
-	for name, tokens := range vocabs {
+	for _, name := range slices.Sorted(maps.Keys(vocabs)) {
+		tokens := vocabs[name]
 		from := 0
 		if b := base(name, vocabs); b != "" {
 			from = len(vocabs[b])
