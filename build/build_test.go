@@ -279,6 +279,21 @@ func TestStaticBinary(t *testing.T) {
 			t.Errorf("DWARF section %s: not built with -w", s.Name)
 		}
 	}
+	// The sidecar's build is what runs beside every agent: it is held to
+	// 35 MB (the full build, with the demo, chaos and the injector, is
+	// not).
+	if settings["-tags"] == "sidecar" {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const most = 35 << 20
+		if st.Size() > most {
+			t.Errorf("the sidecar's binary is %.1f MiB, over %d MiB", float64(st.Size())/(1<<20), most>>20)
+		}
+	} else if os.Getenv("TAGS") == "" {
+		t.Errorf("build/static.sh built with -tags %q, want sidecar by default", settings["-tags"])
+	}
 	if info.Path != "github.com/batonproxy/baton/cmd/baton" {
 		t.Errorf("main package %s", info.Path)
 	}
