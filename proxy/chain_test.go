@@ -192,7 +192,14 @@ func deadLetters(t *testing.T, b *baton) deadletter.Page {
 // eventually retries check until it passes or five seconds pass.
 func eventually(t *testing.T, what string, check func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	eventuallyWithin(t, 5*time.Second, what, check)
+}
+
+// eventuallyWithin is eventually with its own deadline, for a wait that
+// spans a store's restart.
+func eventuallyWithin(t *testing.T, within time.Duration, what string, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for !check() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)

@@ -363,7 +363,11 @@ func TestBatonRefusalsAreRetried(t *testing.T) {
 			t.Errorf("%d attempts, the agent ran %d times; want 3 (every refusal retried) and none", rec.Attempts, calls.Load())
 		}
 		srv.Restart(t)
-		eventually(t, "the replay delivers once the store is back", func() bool {
+		// Where the store stayed down past the Baton's liveness mark (a
+		// loaded machine), its first claims after the restart are refused
+		// as in flight and the sender's breaker opens: the replay then waits
+		// out the breaker's open state.
+		eventuallyWithin(t, 40*time.Second, "the replay delivers once the store is back", func() bool {
 			var res deadletter.ReplayResult
 			return adminPost(t, a.AdminAddr(), "/v1/deadletters/"+id+"/replay", &res) == 200 && res.Status == 200
 		})
