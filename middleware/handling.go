@@ -118,8 +118,10 @@ func (h *Handling) Finish() {
 }
 
 // Read adds what the agent read within h (an answer to one of its calls)
-// to its lineage, its head up to the bounds; src says what it was.
-func (h *Handling) Read(src string, text []byte) { h.lineage.read(src, text, false) }
+// to its lineage, its head up to the bounds, with the head of the call
+// that fetched it (what the answer repeats of it the agent wrote, not
+// read); src says what it was.
+func (h *Handling) Read(src string, answer, call []byte) { h.lineage.read(src, answer, call, false) }
 
 // Stop records that a handoff made for h became the dead letter id, or was
 // answered with a chain that stopped at it; the first one is kept.

@@ -22,11 +22,21 @@ package middleware
 // runs of letters and digits (any byte above 0x7f counts as a letter, so
 // that UTF-8 text forms words), JSON string escapes being separators.
 //
+// What an answer says that its call said too is not what the agent read
+// but what it wrote: a model's answer names the model it was asked for,
+// echoes its instructions and tools. An agent's every call carries such
+// text, so a phrase of it read within one handling only would make every
+// other handling's calls look as if they quoted that one. Each answer is
+// kept with the head of the call that fetched it, and an answer's phrases
+// that the call carried count as none of its handling's.
+//
 // Bounds: a handling keeps at most maxLineageBytes of what the agent read
-// (the inbound body's head, then answers' heads), and the phrases of it
-// (8 bytes each) are hashed once, when a lookup first needs them; all of
-// it is let go when the agent answers. Nothing is kept or hashed while one
-// handling at most is in flight: the single-request path pays a pointer.
+// and of the calls that fetched it (the inbound body's head, then answers'
+// heads each with its call's), and the phrases of it (8 bytes each) are
+// hashed once, when a lookup first needs them; all of it is let go when the
+// agent answers. Only the inbound body is kept (as it is, when it is small)
+// until the agent has had two requests in flight at once; nothing is hashed
+// while one handling at most is in flight.
 
 import (
 	"bytes"
@@ -66,10 +76,12 @@ type lineage struct {
 	phrases []phrase // sorted by hash; nil until hashed, or after a read
 }
 
-// lineageRead is one text the agent read, and what it was.
+// lineageRead is one text the agent read, and what it was; for an answer,
+// call is the head of the call that fetched it.
 type lineageRead struct {
 	src  string
 	text []byte
+	call []byte
 }
 
 // phrase is one phrase's hash and the read it came from.
@@ -79,9 +91,10 @@ type phrase struct {
 }
 
 // read adds what the agent read (src says what: "its task", "the answer of
-// api.openai.com:443"), its head up to the bounds. own says text may be
-// kept as it is (the caller does not reuse it); otherwise it is copied.
-func (l *lineage) read(src string, text []byte, own bool) {
+// api.openai.com:443"), its head up to the bounds, and for an answer the
+// head of the call that fetched it. own says text may be kept as it is (the
+// caller does not reuse it); otherwise it is copied. call is copied.
+func (l *lineage) read(src string, text, call []byte, own bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := min(len(text), MaxLineageRead, maxLineageBytes-l.size)
@@ -92,8 +105,12 @@ func (l *lineage) read(src string, text []byte, own bool) {
 	if !own {
 		t = append([]byte(nil), t...)
 	}
-	l.reads = append(l.reads, lineageRead{src: src, text: t})
-	l.size += n
+	var c []byte
+	if k := min(len(call), MaxLineageRead, maxLineageBytes-l.size-n); k > 0 {
+		c = append([]byte(nil), call[:k]...)
+	}
+	l.reads = append(l.reads, lineageRead{src: src, text: t, call: c})
+	l.size += n + len(c)
 	l.phrases = nil
 }
 
@@ -104,8 +121,16 @@ func (l *lineage) hashed() []phrase {
 		return l.phrases
 	}
 	ps := make([]phrase, 0, l.size/6)
+	var wrote []uint64
 	for i, r := range l.reads {
-		eachPhrase(r.text, func(h uint64) { ps = append(ps, phrase{h, int32(i)}) })
+		wrote = wrote[:0]
+		eachPhrase(r.call, func(h uint64) { wrote = append(wrote, h) })
+		slices.Sort(wrote)
+		eachPhrase(r.text, func(h uint64) {
+			if _, echoed := slices.BinarySearch(wrote, h); !echoed {
+				ps = append(ps, phrase{h, int32(i)})
+			}
+		})
 	}
 	slices.SortFunc(ps, func(a, b phrase) int {
 		switch {
@@ -295,6 +320,7 @@ func tieByLineage(hs Handlings, in *Info, r *http.Request) bool {
 		return false
 	}
 	head := peekBody(r, maxLineagePeek)
+	in.callHead = head
 	m := matchLineage(cands, head)
 	if m.h == nil {
 		return false
@@ -302,6 +328,16 @@ func tieByLineage(hs Handlings, in *Info, r *http.Request) bool {
 	in.tie(m.h, record.CorrelatedByLineage)
 	in.CorrelationEvidence = m.evidence
 	return true
+}
+
+// CallHead returns what Baton read of the call's body: the whole when it
+// was buffered, else the head lineage read, else nil. An answer lineage
+// keeps is kept with it (Handling.Read).
+func (in *Info) CallHead() []byte {
+	if in.Buffered {
+		return in.Body
+	}
+	return in.callHead
 }
 
 // peekBody reads up to n bytes of r's body and leaves the body whole: what

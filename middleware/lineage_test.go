@@ -13,7 +13,7 @@ func handlingReading(id string, reads ...string) *Handling {
 		if i > 0 {
 			src = fmt.Sprintf("the answer of call %d", i)
 		}
-		h.lineage.read(src, []byte(r), false)
+		h.lineage.read(src, []byte(r), nil, false)
 	}
 	return h
 }
@@ -63,6 +63,32 @@ func TestMatchLineage(t *testing.T) {
 	m := matchLineage([]*Handling{a, b}, []byte(`{"message":{"parts":[{"text":"book the harbour hall for twelve on Monday"}]}}`))
 	if m.h != b || !strings.Contains(m.evidence, "the answer of call 1") {
 		t.Errorf("the tool call's handoff: tied to %v (%s), want b by its answer", id(m.h), m.evidence)
+	}
+
+	// What an answer repeats of its call, the agent wrote: a model's answer
+	// names the model every call of the agent names, and is no handling's
+	// phrase. Without the call kept beside it, the answer would make every
+	// other handling's model call quote two handlings.
+	ask := func(task string) string {
+		return `{"model":"gpt-4.1-mini","instructions":"Book what the task needs.","input":[{"role":"user","content":"` + task + `"}]}`
+	}
+	answer := func(task string) string {
+		return `{"id":"resp_1","object":"response","model":"gpt-4.1-mini-2025-04-14","instructions":"Book what the task needs.",` +
+			`"output":[{"type":"function_call","name":"book","arguments":"{\"request\":\"book #1: ` + task + `\"}"}]}`
+	}
+	first, second := "reserve the lakeside lodge for team aurora", "reserve the harbour hall for team basalt"
+	h1, h2 = handlingReading("h1", task(first)), handlingReading("h2", task(second))
+	h1.Read("the answer of llm", []byte(answer(first)), []byte(ask(first)))
+	if m := matchLineage([]*Handling{h1, h2}, []byte(ask(second))); m.h != h2 {
+		t.Errorf("h2's model call after h1 read its answer: tied to %v (%s), want h2", id(m.h), m.evidence)
+	}
+	if m := matchLineage([]*Handling{h1, h2}, []byte(`{"parts":[{"text":"book #1: `+first+`"}]}`)); m.h != h1 {
+		t.Errorf("h1's handoff quoting its model's answer: tied to %v (%s), want h1", id(m.h), m.evidence)
+	}
+	h3 = handlingReading("h3", task(first))
+	h3.lineage.read("the answer of llm", []byte(answer(first)), nil, false) // no call kept: its echo counts
+	if m := matchLineage([]*Handling{h3, h2}, []byte(ask(second))); m.h != nil {
+		t.Errorf("without the call kept beside the answer: tied to %s (%s); want none (the echo is h3's)", m.h.ID, m.evidence)
 	}
 
 	// Answered handlings keep nothing.

@@ -18,10 +18,11 @@ func egressAnswer(hs *handlings) func(*http.Response) error {
 		}
 		echoKey(resp.Header, resp.Request.Header)
 		if in := middleware.InfoFromContext(resp.Request.Context()); in != nil && in.Handling != nil &&
-			resp.Body != nil && resp.Body != http.NoBody && hs.concurrent() {
-			// Several requests in flight: the agent's next calls for this
-			// one may quote this answer (lineage).
-			resp.Body = &lineageTee{ReadCloser: resp.Body, h: in.Handling, src: answerOf(in)}
+			resp.Body != nil && resp.Body != http.NoBody && hs.overlapping() {
+			// The agent serves several requests at once: its next calls
+			// for this one may quote this answer (lineage). What the call
+			// said, the answer may repeat: it is kept beside it.
+			resp.Body = &lineageTee{ReadCloser: resp.Body, h: in.Handling, src: answerOf(in), call: in.CallHead()}
 		}
 		return nil
 	}
@@ -45,6 +46,7 @@ type lineageTee struct {
 	io.ReadCloser
 	h    *middleware.Handling
 	src  string
+	call []byte // what Baton read of the call's body
 	head []byte
 	done bool
 }
@@ -67,7 +69,7 @@ func (t *lineageTee) Close() error {
 
 func (t *lineageTee) give() {
 	if !t.done && len(t.head) > 0 {
-		t.h.Read(t.src, t.head)
+		t.h.Read(t.src, t.head, t.call)
 	}
 	t.done = true
 }
