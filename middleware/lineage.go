@@ -74,6 +74,7 @@ type lineage struct {
 	reads   []lineageRead
 	size    int
 	phrases []phrase // sorted by hash; nil until hashed, or after a read
+	dropped bool     // the agent answered: nothing more is kept
 }
 
 // lineageRead is one text the agent read, and what it was; for an answer,
@@ -98,7 +99,7 @@ func (l *lineage) read(src string, text, call []byte, own bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := min(len(text), MaxLineageRead, maxLineageBytes-l.size)
-	if n <= 0 {
+	if n <= 0 || l.dropped {
 		return
 	}
 	t := text[:n]
@@ -111,6 +112,43 @@ func (l *lineage) read(src string, text, call []byte, own bool) {
 	}
 	l.reads = append(l.reads, lineageRead{src: src, text: t, call: c})
 	l.size += n + len(c)
+	l.phrases = nil
+}
+
+// begin adds an answer the agent is about to read (src says what it is),
+// with the head of the call that fetched it, and returns its index for
+// grow; -1 when the handling keeps no more.
+func (l *lineage) begin(src string, call []byte) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dropped || l.size >= maxLineageBytes {
+		return -1
+	}
+	var c []byte
+	if k := min(len(call), MaxLineageRead, maxLineageBytes-l.size); k > 0 {
+		c = append([]byte(nil), call[:k]...)
+	}
+	l.reads = append(l.reads, lineageRead{src: src, call: c})
+	l.size += len(c)
+	return len(l.reads) - 1
+}
+
+// grow sets what the agent has read so far of answer i (from begin): the
+// head of text, up to the bounds. text is kept as it is: the caller may
+// append to it, never change what it holds.
+func (l *lineage) grow(i int, text []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dropped || i < 0 || i >= len(l.reads) {
+		return
+	}
+	r := &l.reads[i]
+	n := min(len(text), MaxLineageRead, len(r.text)+maxLineageBytes-l.size)
+	if n <= len(r.text) {
+		return
+	}
+	l.size += n - len(r.text)
+	r.text = text[:n]
 	l.phrases = nil
 }
 
@@ -165,7 +203,7 @@ func find(ps []phrase, h uint64) int32 {
 // drop lets go of what the agent read: its handling was answered.
 func (l *lineage) drop() {
 	l.mu.Lock()
-	l.reads, l.phrases, l.size = nil, nil, 0
+	l.reads, l.phrases, l.size, l.dropped = nil, nil, 0, true
 	l.mu.Unlock()
 }
 
@@ -330,14 +368,20 @@ func tieByLineage(hs Handlings, in *Info, r *http.Request) bool {
 	return true
 }
 
-// CallHead returns what Baton read of the call's body: the whole when it
-// was buffered, else the head lineage read, else nil. An answer lineage
-// keeps is kept with it (Handling.Read).
+// CallHead returns what Baton read of the call's body as the agent wrote
+// it: the head lineage read, else the body as buffered before Baton
+// rewrote it (its trust marks, its stamp), else nil. An answer lineage
+// keeps is kept with it (Handling.Reading).
 func (in *Info) CallHead() []byte {
-	if in.Buffered {
+	switch {
+	case in.callHead != nil:
+		return in.callHead
+	case in.wrote != nil:
+		return in.wrote
+	case in.Buffered:
 		return in.Body
 	}
-	return in.callHead
+	return nil
 }
 
 // peekBody reads up to n bytes of r's body and leaves the body whole: what
