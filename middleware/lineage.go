@@ -41,8 +41,10 @@ package middleware
 import (
 	"bytes"
 	"errors"
-	"hash/maphash"
 	"io"
+	"math"
+	"math/bits"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -62,18 +64,22 @@ const (
 	maxLineagePeek = 32 << 10
 	// minLineageEvidence is the distinctive phrases a tie needs.
 	minLineageEvidence = 2
+	// maxLineageReads bounds the texts a handling keeps: a phrase names
+	// its read in 8 bits.
+	maxLineageReads = 255
 )
 
-// lineageSeed hashes phrases: one per process, so that every handling's
-// phrases and every call's compare.
-var lineageSeed = maphash.MakeSeed()
+// lineageSeed keys the hash of words: one per process, so that every
+// handling's phrases and every call's compare, and text cannot be written
+// to collide with another's.
+var lineageSeed = rand.Uint64() | 1
 
 // lineage is what the agent read within one handling.
 type lineage struct {
 	mu      sync.Mutex
 	reads   []lineageRead
 	size    int
-	phrases []phrase // sorted by hash; nil until hashed, or after a read
+	phrases []phrase // sorted; nil until hashed, or after a read
 	dropped bool     // the agent answered: nothing more is kept
 }
 
@@ -85,11 +91,14 @@ type lineageRead struct {
 	call []byte
 }
 
-// phrase is one phrase's hash and the read it came from.
-type phrase struct {
-	hash uint64
-	read int32
-}
+// phrase is one phrase's hash (its high 56 bits) and the read it came
+// from (its low 8): 8 bytes a phrase.
+type phrase uint64
+
+const readBits = 0xff
+
+func (p phrase) key() uint64 { return uint64(p) &^ readBits }
+func (p phrase) read() int   { return int(p & readBits) }
 
 // read adds what the agent read (src says what: "its task", "the answer of
 // api.openai.com:443"), its head up to the bounds, and for an answer the
@@ -99,7 +108,7 @@ func (l *lineage) read(src string, text, call []byte, own bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := min(len(text), MaxLineageRead, maxLineageBytes-l.size)
-	if n <= 0 || l.dropped {
+	if n <= 0 || l.dropped || len(l.reads) >= maxLineageReads {
 		return
 	}
 	t := text[:n]
@@ -121,7 +130,7 @@ func (l *lineage) read(src string, text, call []byte, own bool) {
 func (l *lineage) begin(src string, call []byte) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.dropped || l.size >= maxLineageBytes {
+	if l.dropped || l.size >= maxLineageBytes || len(l.reads) >= maxLineageReads {
 		return -1
 	}
 	var c []byte
@@ -152,8 +161,8 @@ func (l *lineage) grow(i int, text []byte) {
 	l.phrases = nil
 }
 
-// hashed returns the handling's phrases, sorted, hashing what is new.
-// Called with mu held.
+// hashed returns the handling's phrases, sorted, hashing what is new: a
+// phrase's first read names it. Called with mu held.
 func (l *lineage) hashed() []phrase {
 	if l.phrases != nil || len(l.reads) == 0 {
 		return l.phrases
@@ -162,34 +171,26 @@ func (l *lineage) hashed() []phrase {
 	var wrote []uint64
 	for i, r := range l.reads {
 		wrote = wrote[:0]
-		eachPhrase(r.call, func(h uint64) { wrote = append(wrote, h) })
+		eachPhrase(r.call, func(h uint64) { wrote = append(wrote, h&^readBits) })
 		slices.Sort(wrote)
 		eachPhrase(r.text, func(h uint64) {
-			if _, echoed := slices.BinarySearch(wrote, h); !echoed {
-				ps = append(ps, phrase{h, int32(i)})
+			if _, echoed := slices.BinarySearch(wrote, h&^readBits); !echoed {
+				ps = append(ps, phrase(h&^readBits|uint64(i)))
 			}
 		})
 	}
-	slices.SortFunc(ps, func(a, b phrase) int {
-		switch {
-		case a.hash < b.hash:
-			return -1
-		case a.hash > b.hash:
-			return 1
-		}
-		return int(a.read - b.read)
-	})
-	l.phrases = slices.CompactFunc(ps, func(a, b phrase) bool { return a.hash == b.hash })
+	slices.Sort(ps) // by hash, then read
+	l.phrases = slices.CompactFunc(ps, func(a, b phrase) bool { return a.key() == b.key() })
 	return l.phrases
 }
 
 // find returns the read a phrase came from, or -1.
-func find(ps []phrase, h uint64) int32 {
-	i, ok := slices.BinarySearchFunc(ps, h, func(p phrase, h uint64) int {
+func find(ps []phrase, h uint64) int {
+	i, ok := slices.BinarySearchFunc(ps, h&^readBits, func(p phrase, k uint64) int {
 		switch {
-		case p.hash < h:
+		case p.key() < k:
 			return -1
-		case p.hash > h:
+		case p.key() > k:
 			return 1
 		}
 		return 0
@@ -197,7 +198,7 @@ func find(ps []phrase, h uint64) int32 {
 	if !ok {
 		return -1
 	}
-	return ps[i].read
+	return ps[i].read()
 }
 
 // drop lets go of what the agent read: its handling was answered.
@@ -208,32 +209,24 @@ func (l *lineage) drop() {
 }
 
 // eachPhrase calls fn with the hash of each phrase of text: three words in
-// a row.
+// a row. A word's hash is FNV-1a of its bytes, lowercased, from a basis
+// keyed by lineageSeed; a phrase's mixes its three words' in order.
 func eachPhrase(text []byte, fn func(uint64)) {
-	var w [3][]byte // the last three words
-	n := 0
-	start := -1
-	emit := func(word []byte) {
-		w[0], w[1], w[2] = w[1], w[2], word
+	const prime = 0x100000001b3
+	var w0, w1, h uint64 // the two words before, the word being read
+	n, in := 0, false
+	emit := func() {
 		if n++; n >= 3 {
-			var h maphash.Hash
-			h.SetSeed(lineageSeed)
-			for _, x := range w {
-				for _, c := range x {
-					h.WriteByte(lowerASCII(c))
-				}
-				h.WriteByte(' ')
-			}
-			fn(h.Sum64())
+			fn(mixPhrase(w0, w1, h))
 		}
+		w0, w1, in = w1, h, false
 	}
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		switch {
 		case c == '\\':
-			if start >= 0 {
-				emit(text[start:i])
-				start = -1
+			if in {
+				emit()
 			}
 			if i+1 < len(text) && text[i+1] == 'u' {
 				i += 5 // \uXXXX
@@ -241,19 +234,30 @@ func eachPhrase(text []byte, fn func(uint64)) {
 				i++ // \n, \", ...
 			}
 		case wordByte(c):
-			if start < 0 {
-				start = i
+			if !in {
+				h, in = lineageSeed, true
 			}
+			h = (h ^ uint64(lowerASCII(c))) * prime
 		default:
-			if start >= 0 {
-				emit(text[start:i])
-				start = -1
+			if in {
+				emit()
 			}
 		}
 	}
-	if start >= 0 {
-		emit(text[start:])
+	if in {
+		emit()
 	}
+}
+
+// mixPhrase is the hash of three words in order (murmur3's finalizer over
+// the words' hashes, each weighed by its place).
+func mixPhrase(a, b, c uint64) uint64 {
+	x := a*0x9e3779b97f4a7c15 ^ bits.RotateLeft64(b, 21)*0xc2b2ae3d27d4eb4f ^ bits.RotateLeft64(c, 42)*0x165667b19e3779f9
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	return x ^ x>>33
 }
 
 func wordByte(c byte) bool {
@@ -280,7 +284,7 @@ type lineageMatch struct {
 // holds, at least minLineageEvidence of them; nil when none does, or when
 // another handling's distinctive phrases are in the call too.
 func matchLineage(cands []*Handling, call []byte) lineageMatch {
-	if len(cands) < 2 {
+	if len(cands) < 2 || len(cands) > math.MaxInt16 {
 		return lineageMatch{}
 	}
 	sets := make([][]phrase, len(cands))
@@ -289,33 +293,41 @@ func matchLineage(cands []*Handling, call []byte) lineageMatch {
 		sets[i] = h.lineage.hashed() // immutable once hashed: a new read makes a new slice
 		h.lineage.mu.Unlock()
 	}
-	hits := make([]int, len(cands))
-	bySrc := make([]map[int32]int, len(cands))
 	var seen []uint64
-	eachPhrase(call, func(ph uint64) {
-		seen = append(seen, ph)
-	})
+	eachPhrase(call, func(ph uint64) { seen = append(seen, ph&^readBits) })
 	slices.Sort(seen)
 	seen = slices.Compact(seen)
-	for _, ph := range seen {
-		owner, read := -1, int32(-1)
-		for i, s := range sets {
-			if r := find(s, ph); r >= 0 {
-				if owner >= 0 {
-					owner = -2 // read within two handlings: not distinctive
-					break
+	// Walk the call's phrases beside each handling's, both sorted: owner
+	// is the handling that read each (-2: two did), from which read.
+	owner := make([]int16, len(seen))
+	from := make([]uint8, len(seen))
+	for i := range owner {
+		owner[i] = -1
+	}
+	for c, set := range sets {
+		j := 0
+		for k := 0; j < len(seen) && k < len(set); {
+			switch key := set[k].key(); {
+			case seen[j] < key:
+				j++
+			case seen[j] > key:
+				k++
+			default:
+				if owner[j] == -1 {
+					owner[j], from[j] = int16(c), uint8(set[k].read())
+				} else {
+					owner[j] = -2 // read within two handlings: not distinctive
 				}
-				owner, read = i, r
+				j++
+				k++
 			}
 		}
-		if owner < 0 {
-			continue
+	}
+	hits := make([]int, len(cands))
+	for _, o := range owner {
+		if o >= 0 {
+			hits[o]++
 		}
-		hits[owner]++
-		if bySrc[owner] == nil {
-			bySrc[owner] = map[int32]int{}
-		}
-		bySrc[owner][read]++
 	}
 	pick := -1
 	for i, n := range hits {
@@ -331,15 +343,20 @@ func matchLineage(cands []*Handling, call []byte) lineageMatch {
 		return lineageMatch{}
 	}
 	h := cands[pick]
-	best, most := int32(0), 0
-	for r, n := range bySrc[pick] {
-		if n > most || n == most && r < best {
-			best, most = r, n
+	var bySrc [maxLineageReads + 1]int
+	best := 0
+	for j, o := range owner {
+		if int(o) != pick {
+			continue
+		}
+		r := int(from[j])
+		if bySrc[r]++; bySrc[r] > bySrc[best] || bySrc[r] == bySrc[best] && r < best {
+			best = r
 		}
 	}
 	h.lineage.mu.Lock()
 	src := "what it read"
-	if int(best) < len(h.lineage.reads) {
+	if best < len(h.lineage.reads) {
 		src = h.lineage.reads[best].src
 	}
 	h.lineage.mu.Unlock()
