@@ -79,8 +79,9 @@ type lineage struct {
 	mu      sync.Mutex
 	reads   []lineageRead
 	size    int
-	phrases []phrase // sorted; nil until hashed, or after a read
-	dropped bool     // the agent answered: nothing more is kept
+	phrases []phrase       // sorted; nil until hashed, or after a read
+	dropped bool           // the agent answered: nothing more is kept
+	first   [1]lineageRead // the first read (its task) needs no allocation
 }
 
 // lineageRead is one text the agent read, and what it was; for an answer,
@@ -114,6 +115,9 @@ func (l *lineage) read(src string, text, call []byte, own bool) {
 	t := text[:n]
 	if !own {
 		t = append([]byte(nil), t...)
+	}
+	if l.reads == nil {
+		l.reads = l.first[:0]
 	}
 	var c []byte
 	if k := min(len(call), MaxLineageRead, maxLineageBytes-l.size-n); k > 0 {
@@ -204,7 +208,7 @@ func find(ps []phrase, h uint64) int {
 // drop lets go of what the agent read: its handling was answered.
 func (l *lineage) drop() {
 	l.mu.Lock()
-	l.reads, l.phrases, l.size, l.dropped = nil, nil, 0, true
+	l.reads, l.phrases, l.size, l.dropped, l.first = nil, nil, 0, true, [1]lineageRead{}
 	l.mu.Unlock()
 }
 
@@ -369,9 +373,11 @@ func matchLineage(cands []*Handling, call []byte) lineageMatch {
 // are in flight; it reports whether it did. It reads the head of the body
 // and puts it back in front of the rest.
 func tieByLineage(hs Handlings, in *Info, r *http.Request) bool {
-	var buf [16]*Handling
-	cands := hs.Working(buf[:0])
-	if len(cands) < 2 || r.Body == nil || r.Body == http.NoBody {
+	if r.Body == nil || r.Body == http.NoBody {
+		return false
+	}
+	cands := hs.Working(nil) // nil, and no allocation, unless several are in flight
+	if len(cands) < 2 {
 		return false
 	}
 	head := peekBody(r, maxLineagePeek)
