@@ -1,14 +1,15 @@
 package middleware
 
 // Lineage: which request an agent's call serves, by what the agent read
-// (docs/resume.md#lineage). An agent that serves several requests at once
+// (docs/resume.md#lineage-several-requests-at-once-no-instrumentation). An agent that serves several requests at once
 // and forwards no trace context leaves Baton no header to tie its calls by;
 // but an LLM agent's calls quote what it read while handling the request:
 // its first model call quotes the task it received, its next handoff the
 // arguments the model wrote into a tool call, the model call after that the
-// tool's result. So, while two or more handlings are in flight, each keeps
-// what the agent read within it: the inbound body delivered to the agent,
-// and the answers to its calls already tied to it. A call that carries no
+// tool's result. So, once two handlings have been in flight at once, each
+// keeps what the agent read within it: the inbound body delivered to the
+// agent, and the answers to its calls already tied to it, as they arrive
+// (the agent may act on an answer before its end). A call that carries no
 // context and quotes what the agent read within exactly one in-flight
 // handling belongs to that handling; each tie then feeds the next.
 //
@@ -27,8 +28,9 @@ package middleware
 // echoes its instructions and tools. An agent's every call carries such
 // text, so a phrase of it read within one handling only would make every
 // other handling's calls look as if they quoted that one. Each answer is
-// kept with the head of the call that fetched it, and an answer's phrases
-// that the call carried count as none of its handling's.
+// kept with the head of the call that fetched it, as the agent wrote it
+// (before Baton's trust marks re-encoded it), and an answer's phrases that
+// the call carried count as none of its handling's.
 //
 // Bounds: a handling keeps at most maxLineageBytes of what the agent read
 // and of the calls that fetched it (the inbound body's head, then answers'
