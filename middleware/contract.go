@@ -142,8 +142,12 @@ func violationsDetail(in *Info, res handoff.Result) string {
 	return s + "; refused by " + side
 }
 
-// replaceBody swaps the request body for b.
+// replaceBody swaps the request body for b, keeping what the agent wrote
+// for lineage (Info.CallHead).
 func replaceBody(r *http.Request, in *Info, b []byte) {
+	if in.wrote == nil {
+		in.wrote = in.Body
+	}
 	in.Body = b
 	r.ContentLength = int64(len(b))
 	r.Body = io.NopCloser(bytes.NewReader(b))

@@ -84,7 +84,9 @@ func Handle(hs Handlings) func(http.Handler) http.Handler {
 				}
 			}
 			if in.Buffered && len(in.Body) > 0 && h.Work {
-				h.lineage.read("its task", in.Body, false)
+				// The buffered body is never changed: a small one is kept
+				// as it is, the head of a large one copied.
+				h.lineage.read("its task", in.Body, nil, len(in.Body) <= MaxLineageRead)
 			}
 			in.Handling = h
 			setHandlingMember(r.Header, h.ID)

@@ -117,9 +117,24 @@ func (h *Handling) Finish() {
 	h.lineage.drop()
 }
 
-// Read adds what the agent read within h (an answer to one of its calls)
-// to its lineage, its head up to the bounds; src says what it was.
-func (h *Handling) Read(src string, text []byte) { h.lineage.read(src, text, false) }
+// Reading begins an answer to one of the agent's calls made within h (src
+// says what it is; call is the head of the call that fetched it), and
+// returns what keeps it in h's lineage as the agent reads it.
+func (h *Handling) Reading(src string, call []byte) Reading {
+	return Reading{l: &h.lineage, i: h.lineage.begin(src, call)}
+}
+
+// Reading is an answer the agent is reading within a handling (Handling.Reading).
+type Reading struct {
+	l *lineage
+	i int
+}
+
+// Read sets what the agent has read of the answer so far: it is kept as
+// it is, up to the bounds, and head may later grow by append, never
+// change. Each part counts as soon as the agent has it: its next call may
+// be made before the answer's end is read.
+func (r Reading) Read(head []byte) { r.l.grow(r.i, head) }
 
 // Stop records that a handoff made for h became the dead letter id, or was
 // answered with a chain that stopped at it; the first one is kept.

@@ -86,6 +86,9 @@ type Info struct {
 	// CorrelationEvidence says, for a handoff tied by lineage, what it
 	// quoted of what the agent read within its handling.
 	CorrelationEvidence string
+	// callHead is the head of the call's body that lineage read to tie it;
+	// wrote the body as the agent wrote it, when Baton rewrote it.
+	callHead, wrote []byte
 	// StoppedAt names, at ingress, the dead letter where the chain below
 	// the agent stopped when its failure answer carries it upstream (retry
 	// pushback).

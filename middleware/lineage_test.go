@@ -1,7 +1,10 @@
 package middleware
 
 import (
+	"bytes"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -13,7 +16,7 @@ func handlingReading(id string, reads ...string) *Handling {
 		if i > 0 {
 			src = fmt.Sprintf("the answer of call %d", i)
 		}
-		h.lineage.read(src, []byte(r), false)
+		h.lineage.read(src, []byte(r), nil, false)
 	}
 	return h
 }
@@ -65,10 +68,73 @@ func TestMatchLineage(t *testing.T) {
 		t.Errorf("the tool call's handoff: tied to %v (%s), want b by its answer", id(m.h), m.evidence)
 	}
 
+	// What an answer repeats of its call, the agent wrote: a model's answer
+	// names the model every call of the agent names, and is no handling's
+	// phrase. Without the call kept beside it, the answer would make every
+	// other handling's model call quote two handlings.
+	ask := func(task string) string {
+		return `{"model":"gpt-4.1-mini","instructions":"Book what the task needs.","input":[{"role":"user","content":"` + task + `"}]}`
+	}
+	answer := func(task string) string {
+		return `{"id":"resp_1","object":"response","model":"gpt-4.1-mini-2025-04-14","instructions":"Book what the task needs.",` +
+			`"output":[{"type":"function_call","name":"book","arguments":"{\"request\":\"book #1: ` + task + `\"}"}]}`
+	}
+	first, second := "reserve the lakeside lodge for team aurora", "reserve the harbour hall for team basalt"
+	h1, h2 = handlingReading("h1", task(first)), handlingReading("h2", task(second))
+	h1.lineage.read("the answer of llm", []byte(answer(first)), []byte(ask(first)), false)
+	if m := matchLineage([]*Handling{h1, h2}, []byte(ask(second))); m.h != h2 {
+		t.Errorf("h2's model call after h1 read its answer: tied to %v (%s), want h2", id(m.h), m.evidence)
+	}
+	if m := matchLineage([]*Handling{h1, h2}, []byte(`{"parts":[{"text":"book #1: `+first+`"}]}`)); m.h != h1 {
+		t.Errorf("h1's handoff quoting its model's answer: tied to %v (%s), want h1", id(m.h), m.evidence)
+	}
+	h3 = handlingReading("h3", task(first))
+	h3.lineage.read("the answer of llm", []byte(answer(first)), nil, false) // no call kept: its echo counts
+	if m := matchLineage([]*Handling{h3, h2}, []byte(ask(second))); m.h != nil {
+		t.Errorf("without the call kept beside the answer: tied to %s (%s); want none (the echo is h3's)", m.h.ID, m.evidence)
+	}
+
 	// Answered handlings keep nothing.
 	b.Finish()
 	if m := matchLineage([]*Handling{a, b}, []byte(`book the harbour hall for twelve on Monday`)); m.h != nil {
 		t.Errorf("after b answered: tied to %s", m.h.ID)
+	}
+}
+
+// TestLineageReading: an answer counts for its handling part by part, as
+// the agent reads it (its next call may come before the answer's end), up
+// to the bounds; once the agent answered, nothing more is kept.
+func TestLineageReading(t *testing.T) {
+	t.Parallel()
+	a, b := handlingReading("a", "plan the offsite"), handlingReading("b", "plan the offsite")
+	r := a.Reading("the answer of llm", []byte(`{"model":"gpt-4.1-mini"}`))
+	answer := []byte(`{"model":"gpt-4.1-mini","output":"book the lakeside lodge `)
+	r.Read(answer)
+	if m := matchLineage([]*Handling{a, b}, []byte(`book the lakeside lodge`)); m.h != a || !strings.Contains(m.evidence, "the answer of llm") {
+		t.Errorf("the answer's first part: tied to %v (%s), want a", id(m.h), m.evidence)
+	}
+	answer = append(answer, `for forty on Friday"}`...)
+	r.Read(answer)
+	if m := matchLineage([]*Handling{a, b}, []byte(`for forty on Friday`)); m.h != a || m.phrases != 2 {
+		t.Errorf("the answer's second part: tied to %v (%s), want a by 2 phrases", id(m.h), m.evidence)
+	}
+	// The bounds: a long answer is kept up to MaxLineageRead, a handling's
+	// reads and calls up to maxLineageBytes in all.
+	long := []byte(strings.Repeat("word ", 3*MaxLineageRead))
+	for range 8 {
+		b.Reading("the answer of c", long[:100]).Read(long)
+	}
+	b.lineage.mu.Lock()
+	size, n := b.lineage.size, len(b.lineage.reads)
+	b.lineage.mu.Unlock()
+	if size > maxLineageBytes || n != 5 {
+		t.Errorf("b keeps %d bytes in %d reads; want at most %d, in 5 (its task, 4 answers: then it is full)", size, n, maxLineageBytes)
+	}
+	a.Finish()
+	a.Reading("the answer of d", nil).Read([]byte("a late answer"))
+	a.lineage.read("its task", []byte("a late task"), nil, false)
+	if a.lineage.size != 0 || len(a.lineage.reads) != 0 {
+		t.Errorf("after a answered it keeps %d bytes", a.lineage.size)
 	}
 }
 
@@ -112,5 +178,24 @@ func BenchmarkMatchLineage(b *testing.B) {
 		if m := matchLineage(cands, call); m.h != cands[7] {
 			b.Fatal("wrong tie")
 		}
+	}
+}
+
+// TestCallHeadAsWritten: the call an answer is kept with is the body as the
+// agent wrote it, not as Baton rewrote it (trust marks re-encode the JSON,
+// its keys in another order): an answer that repeats the agent's own words
+// repeats them in the agent's order.
+func TestCallHeadAsWritten(t *testing.T) {
+	t.Parallel()
+	wrote := []byte(`{"message":{"role":"ROLE_USER","parts":[{"text":"notify #2: book the lodge","mediaType":"text/plain"}]}}`)
+	r := httptest.NewRequest(http.MethodPost, "http://d/", bytes.NewReader(wrote))
+	in := &Info{Body: wrote, Buffered: true}
+	if got := in.CallHead(); !bytes.Equal(got, wrote) {
+		t.Fatalf("buffered: %s", got)
+	}
+	replaceBody(r, in, []byte(`{"message":{"metadata":{"baton.trust":{}},"parts":[{"mediaType":"text/plain","text":"notify #2: book the lodge"}],"role":"ROLE_USER"}}`))
+	replaceBody(r, in, []byte(`{}`))
+	if got := in.CallHead(); !bytes.Equal(got, wrote) {
+		t.Errorf("rewritten: %s; want the body as the agent wrote it", got)
 	}
 }

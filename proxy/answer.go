@@ -18,10 +18,11 @@ func egressAnswer(hs *handlings) func(*http.Response) error {
 		}
 		echoKey(resp.Header, resp.Request.Header)
 		if in := middleware.InfoFromContext(resp.Request.Context()); in != nil && in.Handling != nil &&
-			resp.Body != nil && resp.Body != http.NoBody && hs.concurrent() {
-			// Several requests in flight: the agent's next calls for this
-			// one may quote this answer (lineage).
-			resp.Body = &lineageTee{ReadCloser: resp.Body, h: in.Handling, src: answerOf(in)}
+			resp.Body != nil && resp.Body != http.NoBody && hs.overlapping() {
+			// The agent serves several requests at once: its next calls
+			// for this one may quote this answer (lineage). What the call
+			// said, the answer may repeat: it is kept beside it.
+			resp.Body = &lineageTee{ReadCloser: resp.Body, r: in.Handling.Reading(answerOf(in), in.CallHead())}
 		}
 		return nil
 	}
@@ -39,37 +40,21 @@ func answerOf(in *middleware.Info) string {
 }
 
 // lineageTee passes an answer to the agent and gives its handling the
-// head of it (what the agent read), when the agent has read it or closes
-// it.
+// head of it (what the agent read) as it passes: the agent may act on an
+// answer before Baton reads its end.
 type lineageTee struct {
 	io.ReadCloser
-	h    *middleware.Handling
-	src  string
+	r    middleware.Reading
 	head []byte
-	done bool
 }
 
 func (t *lineageTee) Read(p []byte) (int, error) {
 	n, err := t.ReadCloser.Read(p)
 	if room := middleware.MaxLineageRead - len(t.head); n > 0 && room > 0 {
 		t.head = append(t.head, p[:min(n, room)]...)
-	}
-	if err != nil {
-		t.give()
+		t.r.Read(t.head)
 	}
 	return n, err
-}
-
-func (t *lineageTee) Close() error {
-	t.give()
-	return t.ReadCloser.Close()
-}
-
-func (t *lineageTee) give() {
-	if !t.done && len(t.head) > 0 {
-		t.h.Read(t.src, t.head)
-	}
-	t.done = true
 }
 
 // echoKey copies the Idempotency-Key of a handoff's request onto its

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonproxy/baton/middleware"
@@ -19,6 +20,9 @@ type handlings struct {
 	ended func(*middleware.Handling)
 	// warn says in the log that handoffs are tied to no handling (untied.go).
 	warn *untiedWarner
+	// overlapped is set once two handlings that set the agent to work were
+	// in flight at once: from then on lineage keeps what the agent reads.
+	overlapped atomic.Bool
 
 	mu        sync.Mutex
 	working   map[*middleware.Handling]struct{} // in flight, setting the agent to work (Work)
@@ -57,6 +61,9 @@ func (hs *handlings) Begin(h *middleware.Handling) (end func()) {
 	}
 	if h.Work {
 		hs.working[h] = struct{}{}
+		if len(hs.working) > 1 && !hs.overlapped.Load() {
+			hs.overlapped.Store(true)
+		}
 	}
 	hs.mu.Unlock()
 	return func() { hs.answer(h) }
@@ -77,13 +84,13 @@ func (hs *handlings) InFlight() *middleware.Handling {
 	return nil
 }
 
-// concurrent reports whether several handlings that set the agent to work
-// are in flight: then lineage keeps what the agent reads.
-func (hs *handlings) concurrent() bool {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	return len(hs.working) > 1
-}
+// overlapping reports whether the agent serves several requests at once:
+// two handlings that set it to work have been in flight together. Then
+// lineage keeps what the agent reads within each handling, whether or not
+// another is in flight at that moment: a handling that was alone when it
+// read an answer may have company when it quotes it. An agent that serves
+// one request at a time never pays for it.
+func (hs *handlings) overlapping() bool { return hs.overlapped.Load() }
 
 // Working implements middleware.Handlings.
 func (hs *handlings) Working(buf []*middleware.Handling) []*middleware.Handling {

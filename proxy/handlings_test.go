@@ -143,3 +143,25 @@ func BenchmarkCorrelate(b *testing.B) {
 		}
 	}
 }
+
+// TestHandlingsOverlapping: lineage keeps what the agent reads once two
+// handlings that set it to work were in flight at once, and only then: an
+// agent that serves one request at a time, or reads beside one, never pays
+// for it.
+func TestHandlingsOverlapping(t *testing.T) {
+	t.Parallel()
+	hs := newHandlings(time.Hour)
+	for i := range 3 {
+		hs.Begin(&middleware.Handling{ID: traceN(i) + ".00f067aa0ba902b7", TraceID: traceN(i), Started: time.Now(), Work: true})()
+	}
+	end := hs.Begin(&middleware.Handling{ID: traceN(3) + ".00f067aa0ba902b7", TraceID: traceN(3), Started: time.Now(), Work: true})
+	hs.Begin(&middleware.Handling{ID: traceN(4) + ".00f067aa0ba902b7", TraceID: traceN(4), Started: time.Now()})() // a read beside it
+	if hs.overlapping() {
+		t.Fatal("one request at a time: overlapping")
+	}
+	hs.Begin(&middleware.Handling{ID: traceN(5) + ".00f067aa0ba902b7", TraceID: traceN(5), Started: time.Now(), Work: true})()
+	end()
+	if !hs.overlapping() {
+		t.Error("two requests were in flight at once: not overlapping")
+	}
+}

@@ -122,6 +122,8 @@ type a2aAnswer struct {
 	// kind is "message", "task" or "error"; state the task's state
 	// (TASK_STATE_COMPLETED, TASK_STATE_FAILED, …); text what it says.
 	kind, state, text string
+	// events are what each event of a stream said.
+	events []string
 }
 
 // ok says whether the chain succeeded: a message, or a completed task.
@@ -145,9 +147,27 @@ func (a a2aAnswer) String() string {
 // A's egress, in the trace given (A's agent is instrumented: it starts a
 // trace per send).
 func (ch *chain) send(msgID, task, trace string) (a2aAnswer, error) {
-	rpc := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": map[string]any{
-		"message": map[string]any{"messageId": msgID, "role": "ROLE_USER", "metadata": map[string]any{},
-			"parts": []map[string]any{{"text": task, "mediaType": "text/plain"}}},
+	return ch.sendA2A(a2aSend{msgID: msgID, task: task, trace: trace})
+}
+
+// a2aSend is one message A's agent sends B: its id and task, in trace;
+// with key, it carries that Idempotency-Key (the one an earlier answer
+// gave back); stream sends it as SendStreamingMessage.
+type a2aSend struct {
+	msgID, task, trace, key string
+	stream                  bool
+}
+
+// sendA2A sends m to B through A's egress and reads the answer: for a
+// stream, every event, the answer being what its last one says.
+func (ch *chain) sendA2A(m a2aSend) (a2aAnswer, error) {
+	method, accept := "SendMessage", "application/json"
+	if m.stream {
+		method, accept = "SendStreamingMessage", "text/event-stream"
+	}
+	rpc := map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": map[string]any{
+		"message": map[string]any{"messageId": m.msgID, "role": "ROLE_USER", "metadata": map[string]any{},
+			"parts": []map[string]any{{"text": m.task, "mediaType": "text/plain"}}},
 		"configuration": map[string]any{}, // the SDK's blocking default: nothing to say
 		"metadata":      map[string]any{},
 	}}
@@ -155,9 +175,12 @@ func (ch *chain) send(msgID, task, trace string) (a2aAnswer, error) {
 	req, _ := http.NewRequest(http.MethodPost, "http://"+aEgress+"/", bytes.NewReader(body))
 	req.Host = "b"
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	req.Header.Set("A2A-Version", "1.0")
-	req.Header.Set("Traceparent", "00-"+trace+"-"+randHex(8)+"-01")
+	req.Header.Set("Traceparent", "00-"+m.trace+"-"+randHex(8)+"-01")
+	if m.key != "" {
+		req.Header.Set("Idempotency-Key", m.key)
+	}
 	resp, err := ch.a.Do(req)
 	if err != nil {
 		return a2aAnswer{}, err
@@ -168,6 +191,26 @@ func (ch *chain) send(msgID, task, trace string) (a2aAnswer, error) {
 		return a2aAnswer{}, err
 	}
 	ans := a2aAnswer{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		ans.kind, ans.state, ans.text = a2aResult(b)
+		return ans, nil
+	}
+	for line := range strings.Lines(string(b)) {
+		if data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:"); ok {
+			ans.kind, ans.state, ans.text = a2aResult([]byte(data))
+			ans.events = append(ans.events, ans.text)
+		}
+	}
+	if len(ans.events) == 0 {
+		ans.kind, ans.text = "empty stream", tail(string(b), 5)
+	}
+	return ans, nil
+}
+
+// a2aResult reads one JSON-RPC answer of A2A v1.0 (or one event of a
+// stream): its kind ("message", "task", "status", "error"), the task's
+// state, and what it says.
+func a2aResult(b []byte) (kind, state, text string) {
 	type parts []struct {
 		Text string `json:"text"`
 	}
@@ -178,19 +221,23 @@ func (ch *chain) send(msgID, task, trace string) (a2aAnswer, error) {
 		}
 		return strings.Join(s, "\n")
 	}
+	type status struct {
+		State   string `json:"state"`
+		Message struct {
+			Parts parts `json:"parts"`
+		} `json:"message"`
+	}
 	var got struct {
 		Result struct {
 			Message *struct {
 				Parts parts `json:"parts"`
 			} `json:"message"`
 			Task *struct {
-				Status struct {
-					State   string `json:"state"`
-					Message struct {
-						Parts parts `json:"parts"`
-					} `json:"message"`
-				} `json:"status"`
+				Status status `json:"status"`
 			} `json:"task"`
+			StatusUpdate *struct {
+				Status status `json:"status"`
+			} `json:"statusUpdate"`
 		} `json:"result"`
 		Error *struct {
 			Code    int    `json:"code"`
@@ -198,20 +245,19 @@ func (ch *chain) send(msgID, task, trace string) (a2aAnswer, error) {
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &got) != nil {
-		ans.kind, ans.text = "not JSON-RPC", tail(string(b), 5)
-		return ans, nil
+		return "not JSON-RPC", "", tail(string(b), 5)
 	}
 	switch r := got.Result; {
 	case got.Error != nil:
-		ans.kind, ans.text = "error", fmt.Sprintf("%d %s", got.Error.Code, got.Error.Message)
+		return "error", "", fmt.Sprintf("%d %s", got.Error.Code, got.Error.Message)
 	case r.Message != nil:
-		ans.kind, ans.text = "message", join(r.Message.Parts)
+		return "message", "", join(r.Message.Parts)
 	case r.Task != nil:
-		ans.kind, ans.state, ans.text = "task", r.Task.Status.State, join(r.Task.Status.Message.Parts)
-	default:
-		ans.kind, ans.text = "unknown", tail(string(b), 5)
+		return "task", r.Task.Status.State, join(r.Task.Status.Message.Parts)
+	case r.StatusUpdate != nil:
+		return "task", r.StatusUpdate.Status.State, join(r.StatusUpdate.Status.Message.Parts)
 	}
-	return ans, nil
+	return "unknown", "", tail(string(b), 5)
 }
 
 // records reads the records of a trace; none when the trace has none.

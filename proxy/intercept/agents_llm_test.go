@@ -41,12 +41,17 @@ type llm struct {
 
 	mu    sync.Mutex
 	calls []llmCall
+	// hold, when set, is called before a Responses call is answered, with
+	// the call's task and step (the tool outputs it carries).
+	hold func(task string, step int)
 }
 
 // llmCall is one call the server answered and billed.
 type llmCall struct {
 	key      string // the API key it was billed to
 	path     string
+	task     string // a Responses call's task (its first user text), and its step
+	step     int
 	stream   bool
 	reported bool // its answer reported its usage
 	in, out  int64
@@ -94,6 +99,13 @@ func (m *llm) billed(key string) []llmCall {
 		}
 	}
 	return out
+}
+
+// holdWith sets (or, with nil, clears) the hold.
+func (m *llm) holdWith(f func(task string, step int)) {
+	m.mu.Lock()
+	m.hold = f
+	m.mu.Unlock()
 }
 
 func tokensOf(s string) int64 { return int64(len(s)+3) / 4 }
@@ -146,6 +158,12 @@ func (m *llm) responses(w http.ResponseWriter, path, key string, body []byte) {
 			task = it.text()
 		}
 	}
+	m.mu.Lock()
+	hold := m.hold
+	m.mu.Unlock()
+	if hold != nil {
+		hold(task, outputs)
+	}
 	var item map[string]any
 	var said string
 	if len(req.Tools) > 0 && (m.runaway || outputs < len(req.Tools)) {
@@ -163,7 +181,7 @@ func (m *llm) responses(w http.ResponseWriter, path, key string, body []byte) {
 			"content": []map[string]any{{"type": "output_text", "text": said, "annotations": []any{}}}}
 	}
 	in, out := tokensOf(string(body)), 8+tokensOf(said)
-	n := m.bill(llmCall{key: key, path: path, stream: req.Stream, reported: true, in: in, out: out})
+	n := m.bill(llmCall{key: key, path: path, task: task, step: outputs, stream: req.Stream, reported: true, in: in, out: out})
 	resp := map[string]any{
 		"id": fmt.Sprintf("resp_%d", n), "object": "response", "created_at": 1767225600, "status": "completed",
 		"model": req.Model + "-2025-04-14", "output": []any{item},

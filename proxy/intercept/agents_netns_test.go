@@ -1,10 +1,8 @@
 package intercept_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,9 +40,6 @@ func TestAgentsJSChain(t *testing.T) {
 	t.Run("no instrumentation", func(t *testing.T) {
 		// The one handling in flight at B's Baton ties B's calls to it.
 		tp.resumeOne(t, bPlain, "in-flight")
-	})
-	t.Run("no instrumentation, concurrent", func(t *testing.T) {
-		tp.resumeConcurrent(t, 4)
 	})
 	t.Logf("TestAgentsJSChain took %v", time.Since(start).Round(time.Millisecond))
 }
@@ -171,139 +166,4 @@ func checkPositions(t *testing.T, what string, recs []record.Record, correlation
 			}
 		}
 	}
-}
-
-// resumeConcurrent sends n tasks at once to an uninstrumented B, then
-// re-sends each until it succeeds, and measures what the re-sends ran
-// again. What is certain is checked: no retry re-runs an agent, every chain
-// succeeds once re-sent, and D completes once per task.
-func (tp *agentsTopo) resumeConcurrent(t *testing.T, n int) {
-	start := time.Now()
-	ch := tp.startChain(t, bPlain)
-	t.Logf("agents and Batons up in %v", time.Since(start).Round(time.Millisecond))
-	suffix := randHex(3)
-	tasks, ids, traces := make([]string, n), make([]string, n), make([][]string, n)
-	for i := range n {
-		tasks[i] = fmt.Sprintf("task %d: dinner for %d (%s)", i+1, i+2, suffix)
-		ids[i] = "msg-" + randHex(8)
-	}
-	// round sends the tasks given, all at once, and returns their answers.
-	round := func(pending []int) map[int]a2aAnswer {
-		var mu sync.Mutex
-		got := map[int]a2aAnswer{}
-		var wg sync.WaitGroup
-		for _, i := range pending {
-			wg.Go(func() {
-				trace := randHex(16)
-				ans, err := ch.send(ids[i], tasks[i], trace)
-				if err != nil {
-					t.Errorf("task %d: %v", i+1, err)
-					return
-				}
-				mu.Lock()
-				got[i] = ans
-				traces[i] = append(traces[i], trace)
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		return got
-	}
-	all := make([]int, n)
-	for i := range n {
-		all[i] = i
-	}
-
-	paidBefore, _ := tp.model.count("") // the model serves every run: count from here
-	first := round(all)
-	b, c, d := ch.b.mustCounts(t), ch.c.mustCounts(t), ch.d.mustCounts(t)
-	if b.Runs != n || c.Runs != n || d.Runs != n {
-		t.Errorf("after the first round B ran %d times, C %d, D %d: want %d each (a retry re-ran an agent)", b.Runs, c.Runs, d.Runs, n)
-	}
-	for i, task := range tasks {
-		if ct, dt := c.ByText["book: "+task], d.ByText["notify: "+task]; ct.Runs != 1 || dt.Runs != 1 {
-			t.Errorf("task %d: in the first round C ran %d times and D %d for it: want once each", i+1, ct.Runs, dt.Runs)
-		}
-		if ans, ok := first[i]; ok {
-			t.Logf("task %d, first send: %v", i+1, ans)
-			if ans.ok() {
-				t.Errorf("task %d: the first send succeeded (%v): D was to fail it", i+1, ans)
-			}
-			// A dead letter named must be this task's: B's handoff to D
-			// where it failed, or, when B's Baton could not tie that
-			// handoff to the handling it served, A's handoff to B, which
-			// failed.
-			if dead := ans.header.Get("Baton-Dead-Letter"); dead != "" {
-				r := checkDeadLetter(t, ch, dead, task, "b→d", "a→b")
-				t.Logf("task %d: the dead letter named is %s's", i+1, r.Edge())
-				if trace := record.TraceOf(dead); trace != "" && !slices.Contains(traces[i], trace) {
-					traces[i] = append(traces[i], trace)
-				}
-			}
-		}
-	}
-	paidFirst, _ := tp.model.count("")
-	paidFirst -= paidBefore
-
-	// Re-send what failed until it succeeds (at most three rounds).
-	pending := all
-	rounds := 0
-	for rounds < 3 && len(pending) > 0 {
-		rounds++
-		got := round(pending)
-		var still []int
-		for _, i := range pending {
-			ans := got[i]
-			t.Logf("task %d, re-send %d: %v", i+1, rounds, ans)
-			if !ans.ok() {
-				still = append(still, i)
-			}
-		}
-		pending = still
-	}
-	if len(pending) > 0 {
-		t.Errorf("after %d rounds of re-sends, %d of %d chains still fail", rounds, len(pending), n)
-	}
-
-	b, c, d = ch.b.mustCounts(t), ch.c.mustCounts(t), ch.d.mustCounts(t)
-	againC := 0
-	for i, task := range tasks {
-		ct, dt := c.ByText["book: "+task], d.ByText["notify: "+task]
-		if ct.Runs > 1 {
-			againC++
-		}
-		if dt.Completed != 1 {
-			t.Errorf("task %d: D completed it %d times: want once", i+1, dt.Completed)
-		}
-	}
-	paid, _ := tp.model.count("")
-	paid -= paidBefore
-	t.Logf("re-sent in %d round(s): C's side effect ran again for %d of %d tasks (C ran %d times in all); "+
-		"D ran %d times; B ran %d times; the model was called %d times (%d by the first round)",
-		rounds, againC, n, c.Runs, d.Runs, b.Runs, paid, paidFirst)
-
-	// What tied B's calls to the handlings they served.
-	seen := map[string]int{}
-	for i := range n {
-		for _, trace := range traces[i] {
-			recs, err := ch.settled(trace, time.Second, func([]record.Record) bool { return true })
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, peer := range []string{"c", "d"} {
-				for _, r := range sends(recs, peer) {
-					seen[fmt.Sprintf("correlation=%q key_source=%q", r.Correlation, r.KeySource)]++
-				}
-			}
-		}
-	}
-	var kinds []string
-	for k, v := range seen {
-		kinds = append(kinds, fmt.Sprintf("%s ×%d", k, v))
-	}
-	slices.Sort(kinds)
-	if len(kinds) == 0 {
-		kinds = []string{"none (B's calls were not tied to the handlings they served: their records are in traces of their own)"}
-	}
-	t.Logf("B's SendMessage handoffs found in the tasks' traces and their dead letters': %s", strings.Join(kinds, ", "))
 }

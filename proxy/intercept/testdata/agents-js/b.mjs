@@ -10,6 +10,9 @@
 //                           OpenAI SDKs read them
 //   OPENAI_AGENTS_DISABLE_TRACING=1   no trace export to OpenAI
 //   STREAM=1                the run streams the model's answers
+//   A2A_STREAMING=1         its card says it streams: it serves SendStreamingMessage
+//   SHARED_MEMORY=1         it remembers every task it was given, across requests,
+//                           and its instructions list them (a memory all runs share)
 //
 // A tool whose peer answers with a failed task (or an error) fails the run,
 // and so the task: the tools rethrow instead of telling the model.
@@ -31,7 +34,7 @@ const card = {
     { url: publicUrl, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
   ],
   version: '1.0.0',
-  capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+  capabilities: { streaming: process.env.A2A_STREAMING === '1', pushNotifications: false, extensions: [], extendedAgentCard: false },
   securitySchemes: {},
   securityRequirements: [],
   defaultInputModes: ['text'],
@@ -112,9 +115,13 @@ const notify = tool({
   execute: async ({ request }) => ask(process.env.D_URL, request),
 });
 
+const instructions = 'Book what the task needs with the book tool, then notify with the notify tool, then summarise.';
+const remembered = [];
+
 const planner = new Agent({
   name: 'coordinator',
-  instructions: 'Book what the task needs with the book tool, then notify with the notify tool, then summarise.',
+  instructions:
+    process.env.SHARED_MEMORY === '1' ? () => `${instructions} Tasks so far: ${remembered.join('; ')}.` : instructions,
   tools: [book, notify],
 });
 
@@ -123,9 +130,11 @@ const counts = { runs: 0, completed: 0, failed: 0 };
 class CoordinatorExecutor {
   async execute(requestContext, eventBus) {
     counts.runs++;
+    const task = textOf(requestContext.userMessage);
+    remembered.push(task);
     let result;
     try {
-      result = await run(planner, textOf(requestContext.userMessage), { stream: process.env.STREAM === '1' });
+      result = await run(planner, task, { stream: process.env.STREAM === '1' });
       if (result.completed) {
         // A streamed run: read it to its end, as a UI would.
         for await (const _ of result.toTextStream()) {
