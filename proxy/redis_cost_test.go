@@ -144,14 +144,14 @@ func TestRedisCommandsPerHandoff(t *testing.T) {
 	const n = 200
 	for _, kind := range []struct {
 		name    string
-		ceiling float64 // commands per handoff this change must not pass
+		ceiling float64 // commands per handoff not to pass: about one over what it costs, for the retries of chained writes that race (hmget, hset, hsetnx)
 		send    func(i int)
 	}{
 		{"plain", 15, func(i int) { post("http://"+aB.EgressAddr()+"/task", "b", fmt.Sprintf(`{"task":"plain %d"}`, i)) }},
 		{"a2a", 15, func(i int) {
 			post("http://"+aB.EgressAddr()+"/task", "b", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":{"messageId":"m-%d","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`, i, i))
 		}},
-		{"mcp", 21, func(i int) {
+		{"mcp", 22, func(i int) {
 			post("http://"+mB.EgressAddr()+"/mcp", "b", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_web","arguments":{"query":"q %d"}}}`, i, i),
 				"Mcp-Session-Id", "s-1", "Accept", "application/json, text/event-stream")
 		}},
