@@ -35,7 +35,17 @@ func TestA2AFailedTaskReceipts(t *testing.T) {
 		t.Fatalf("first send: %d %s, Baton-Dead-Letter %q; want B's failed task naming the dead letter", resp.StatusCode, answer, dl)
 	}
 	trace := record.TraceOf(dl)
-	v := waitTrace(t, aB.AdminAddr(), trace, func(v records.TraceView) bool { return len(v.Records) == 4 })
+	// The sender's record is finished after its answer reaches the client:
+	// wait for every receipt to leave "sent".
+	settled := func(v records.TraceView) bool {
+		for _, r := range v.Records {
+			if r.State == record.Sent {
+				return false
+			}
+		}
+		return len(v.Records) == 4
+	}
+	v := waitTrace(t, aB.AdminAddr(), trace, settled)
 	const failedTask = "the agent answered 200 with a failed A2A task"
 	byEdge := func(v records.TraceView, side record.Side, from, to string) []record.Record {
 		var out []record.Record
@@ -80,7 +90,7 @@ func TestA2AFailedTaskReceipts(t *testing.T) {
 	if atD = byEdge(v, record.Ingress, "b", "d"); len(atD) != 1 || atD[0].State != record.Failed {
 		t.Errorf("D's first receipt %+v: want it still failed once its dead letter is resolved", atD)
 	}
-	again := waitTrace(t, aB.AdminAddr(), record.TraceOf(resolvedBy), func(v records.TraceView) bool { return len(v.Records) == 4 })
+	again := waitTrace(t, aB.AdminAddr(), record.TraceOf(resolvedBy), settled)
 	for _, r := range again.Records {
 		if r.Side == record.Ingress && (r.State != record.Delivered || r.Outcome != "delivered to the agent") {
 			t.Errorf("the re-sent chain's receipt %s→%s is %s (%s); want delivered to the agent", r.From, r.To, r.State, r.Outcome)
