@@ -22,11 +22,13 @@ image-build-check:
 	BATON_BINARY=$(CURDIR)/bin/baton-image BATON_VERSION=$(VERSION) $(GO) test -count=1 -run 'TestStaticBinary|TestDockerfile|TestMakefileRunsTheScript' ./build
 
 # Allocation counts mean nothing under -race (sync.Pool drops items): the
-# tests that assert them run again without it.
+# tests that assert them run again without it, the request path's guard
+# (proxy/allocs_test.go, built without -race) among them.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'NoAlloc' ./trust/taint/ ./handoff/record/
+	$(GO) test -count=1 -run 'TestRequestPathAllocs' ./proxy/
 	cd charts/baton/test && $(GO) test -count=1 ./...
 
 demo:

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -69,8 +70,29 @@ func BenchmarkHopBare(b *testing.B) {
 }
 
 func runHops(b *testing.B, url, host string) {
+	call := hopCaller(url, host)
+	for range 100 {
+		if err := call(); err != nil { // connections, pools
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// hopCaller returns one request of the hop benchmarks: hopBody posted to
+// url (as Host host, when set), its answer read whole and checked.
+func hopCaller(url, host string) func() error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	call := func() {
+	return func() error {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(hopBody))
 		if host != "" {
 			req.Host = host
@@ -78,25 +100,15 @@ func runHops(b *testing.B, url, host string) {
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d", resp.StatusCode)
+			return fmt.Errorf("status %d", resp.StatusCode)
 		}
+		return nil
 	}
-	for range 100 {
-		call() // connections, pools
-	}
-	b.ReportAllocs()
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	for range b.N {
-		call()
-	}
-	b.StopTimer()
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // BenchmarkHopFloor is BenchmarkHop's client and agent through a bare
