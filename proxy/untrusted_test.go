@@ -92,6 +92,13 @@ type untrustedChain struct {
 
 func startUntrustedChain(t *testing.T, summarizerEdge, reviewerEdge string) *untrustedChain {
 	t.Helper()
+	return startUntrustedChainAllowing(t, summarizerEdge, reviewerEdge)
+}
+
+// startUntrustedChainAllowing is startUntrustedChain with the analyst
+// allowed to fetch from more hosts than the page's.
+func startUntrustedChainAllowing(t *testing.T, summarizerEdge, reviewerEdge string, hosts ...string) *untrustedChain {
+	t.Helper()
 	c := &untrustedChain{web: webServer(t)}
 	dir := t.TempDir()
 	ak, sk := newTrustID(t, dir, "analyst-1"), newTrustID(t, dir, "summarizer-1")
@@ -104,7 +111,7 @@ func startUntrustedChain(t *testing.T, summarizerEdge, reviewerEdge string) *unt
 	c.summarizer = startBaton(t, "agent: summarizer\nupstream: "+sm.URL+"\n"+sk.identity()+"trust: {peers: {analyst: ["+ak.line()+"]}}\n"+
 		"peers: {reviewer: {url: http://"+c.reviewer.IngressAddr()+"}}\n"+
 		"edges: [{from: analyst"+summarizerEdge+"}, {to: reviewer}]\n", nil)
-	c.analyst = startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\n"+ak.identity()+"external: {allow: ["+c.web+"]}\n"+
+	c.analyst = startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\n"+ak.identity()+"external: {allow: ["+strings.Join(append([]string{c.web}, hosts...), ", ")+"]}\n"+
 		"peers: {summarizer: {url: http://"+c.summarizer.IngressAddr()+"}}\nedges: [{to: summarizer}]\n", nil)
 	return c
 }
