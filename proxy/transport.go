@@ -102,22 +102,26 @@ func (t memoryBody) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // BufferPool hands httputil.ReverseProxy reusable 32 KiB copy buffers so that
-// a response does not allocate its own.
+// a response does not allocate its own. It pools the buffers' arrays: a
+// pointer to an array goes into the pool as it is, where a pointer to a
+// slice header would have to be allocated on every Put.
 type BufferPool struct{ p sync.Pool }
+
+// bufferSize is the size of a pooled buffer.
+const bufferSize = 32 << 10
 
 // NewBufferPool returns an empty pool.
 func NewBufferPool() *BufferPool {
-	return &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+	return &BufferPool{p: sync.Pool{New: func() any { return new([bufferSize]byte) }}}
 }
 
 // Get returns a buffer.
-func (b *BufferPool) Get() []byte { return *(b.p.Get().(*[]byte)) }
+func (b *BufferPool) Get() []byte { return b.p.Get().(*[bufferSize]byte)[:] }
 
 // Put returns a buffer to the pool.
 func (b *BufferPool) Put(buf []byte) {
-	if cap(buf) < 32<<10 {
+	if cap(buf) < bufferSize {
 		return
 	}
-	buf = buf[:32<<10]
-	b.p.Put(&buf)
+	b.p.Put((*[bufferSize]byte)(buf[:bufferSize]))
 }
