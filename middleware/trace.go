@@ -57,7 +57,7 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 				r.Header[HeaderTracestate] = []string{strings.Join(ts, ",")}
 			}
 			in.TraceparentIn = r.Header.Get(HeaderTraceparent)
-			carrier := propagation.HeaderCarrier(r.Header)
+			carrier := headerCarrier(r.Header)
 			ctx := prop.Extract(r.Context(), carrier)
 			// An invalid traceparent invalidates tracestate too, and a
 			// tracestate that does not parse is discarded rather than passed
@@ -85,6 +85,41 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 		})
 	}
 }
+
+// headerCarrier is propagation.HeaderCarrier with the propagators' own
+// lowercase keys turned into header names by a lookup: canonicalising
+// "traceparent" allocates "Traceparent" anew on each Get and Set, several
+// times per request.
+type headerCarrier http.Header
+
+// Baggage reads every baggage line through Values, as it does from
+// propagation.HeaderCarrier.
+var _ propagation.ValuesGetter = headerCarrier{}
+
+func carrierKey(key string) string {
+	switch key {
+	case "traceparent":
+		return HeaderTraceparent
+	case "tracestate":
+		return HeaderTracestate
+	case "baggage":
+		return HeaderBaggage
+	}
+	return http.CanonicalHeaderKey(key)
+}
+
+func (c headerCarrier) Get(key string) string {
+	if vs := c[carrierKey(key)]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+func (c headerCarrier) Values(key string) []string { return c[carrierKey(key)] }
+
+func (c headerCarrier) Set(key, value string) { c[carrierKey(key)] = []string{value} }
+
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
 
 // annotate names the span and gives it its attributes and status. The edge
 // is known only once the chain has run (egress resolves its destination after
