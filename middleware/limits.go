@@ -70,9 +70,13 @@ func (c *cappedBody) Close() error {
 
 func (c *cappedBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
-	var tooBig *http.MaxBytesError
-	if err != nil && errors.As(err, &tooBig) {
-		c.over = true
+	if err != nil && err != io.EOF {
+		// Declared here, as errors.As moves it to the heap: not on every
+		// read.
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			c.over = true
+		}
 	}
 	return n, err
 }
