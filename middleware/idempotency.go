@@ -100,8 +100,7 @@ func IdempotencyKey(hs Handlings, bufferMax int64, bufferAll bool) func(http.Han
 				// string for both.
 				quoted := in.derive(r)
 				in.Key, in.KeyDerived = quoted[1:len(quoted)-1], true
-				r.Header[HeaderIdempotencyKey] = []string{quoted}
-				r.Header[HeaderKeySource] = []string{in.KeySource}
+				setHeaderPair(r.Header, HeaderIdempotencyKey, quoted, HeaderKeySource, in.KeySource)
 			}
 			if in.Call != nil {
 				// The edge settles the call as soon as it knows the answer;
