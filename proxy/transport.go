@@ -72,18 +72,27 @@ func ExternalRoots(path string) (*x509.CertPool, error) {
 	return roots, nil
 }
 
-// withMemoryBody gives r, a request Baton owns (a copy made for one try),
-// the buffered body as a reader that net/http recognises as in memory. The
-// transport then writes the request line, the headers and the body with one
-// write: any other reader (the ReverseProxy's wrapper around the incoming
-// body included) makes it flush the headers first, one more system call and
-// one more packet per handoff. body is nil, or does not match the declared
-// length, when the request streams; r is then left as it is.
+// withMemoryBody returns a copy of r, for one try, that carries the buffered
+// body as a reader net/http recognises as in memory. The transport then
+// writes the request line, the headers and the body with one write: any
+// other reader (the ReverseProxy's wrapper around the incoming body
+// included) makes it flush the headers first, one more system call and one
+// more packet per handoff. body is nil, or does not match the declared
+// length, when the request streams; r is then returned as it is.
 func withMemoryBody(r *http.Request, body []byte) *http.Request {
-	if len(body) > 0 && int64(len(body)) == r.ContentLength {
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	if len(body) == 0 || int64(len(body)) != r.ContentLength {
+		return r
 	}
-	return r
+	m := &memoryRequest{req: *r}
+	m.body.Reset(body)
+	m.req.Body = io.NopCloser(&m.body)
+	return &m.req
+}
+
+// memoryRequest is a request copy and its body's reader, allocated as one.
+type memoryRequest struct {
+	req  http.Request
+	body bytes.Reader
 }
 
 // memoryBody is the RoundTripper of a ReverseProxy whose requests carry the
@@ -94,9 +103,7 @@ type memoryBody struct{ next http.RoundTripper }
 func (t memoryBody) RoundTrip(r *http.Request) (*http.Response, error) {
 	if in := middleware.InfoFromContext(r.Context()); in != nil && in.Buffered &&
 		len(in.Body) > 0 && int64(len(in.Body)) == r.ContentLength {
-		out := new(http.Request)
-		*out = *r
-		r = withMemoryBody(out, in.Body)
+		r = withMemoryBody(r, in.Body)
 	}
 	return t.next.RoundTrip(r)
 }
