@@ -184,13 +184,27 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, err
 	}
 	r.ContentLength = int64(len(body))
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	if len(body) == 0 {
-		r.Body = http.NoBody
+	r.Body, r.GetBody = http.NoBody, noBody
+	if len(body) > 0 {
+		rb := &replayBody{body: body}
+		rb.Reset(body)
+		r.Body, r.GetBody = rb, rb.reopen
 	}
 	return body, nil
 }
+
+// replayBody is a buffered request body: the request's Body, which its
+// GetBody opens again from the start.
+type replayBody struct {
+	bytes.Reader
+	body []byte
+}
+
+func (b *replayBody) Close() error { return nil }
+
+func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
+
+func (b *replayBody) reopen() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b.body)), nil }
 
 // DeriveKey computes the deterministic key of a handoff whose agent sent
 // none.
