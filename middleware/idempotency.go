@@ -250,17 +250,10 @@ func deriveKey(in *Info, r *http.Request, body []byte) string {
 	return keyString("bk-", sha256.Sum256(msg))
 }
 
-// appendField appends s length-prefixed, as writeField writes it.
+// appendField appends s length-prefixed, so that fields cannot run together.
 func appendField(b []byte, s string) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
 	return append(b, s...)
-}
-
-// writeField writes s length-prefixed, so that fields cannot run together.
-func writeField(w io.Writer, s string) {
-	n := len(s)
-	_, _ = w.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
-	_, _ = io.WriteString(w, s)
 }
 
 // keyString renders prefix and the first 16 bytes of sum in hex, quoted.
