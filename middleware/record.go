@@ -68,7 +68,7 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 				rec.Grant = r.Header.Get(HeaderGrant)
 			}
 			if in.Posture != "" {
-				rec.Trust = []string{"posture=" + in.Posture}
+				rec.Trust = []string{postureLabel(in.Posture)}
 			}
 			rec.Trust = append(rec.Trust, TrustLabels(in)...)
 			if in.TLSIdentity != "" {
@@ -135,6 +135,20 @@ func EnvelopeSummary(in *Info) *record.EnvelopeSummary {
 		Completeness: s.Completeness, OpenQuestions: s.OpenQuestions, Unverified: s.Unverified,
 		Violations: len(in.Contract.Violations),
 	}
+}
+
+// postureLabel is a receipt's trust label for posture p: the label of a
+// known posture is a constant, not built for each receipt.
+func postureLabel(p string) string {
+	switch trust.Posture(p) {
+	case trust.Trusted:
+		return "posture=trusted"
+	case trust.Evaluate:
+		return "posture=evaluate"
+	case trust.Untrusted:
+		return "posture=untrusted"
+	}
+	return "posture=" + p
 }
 
 // ContentDigest renders body's RFC 9530 sha-256 digest, as records keep it:
