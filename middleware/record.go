@@ -68,9 +68,10 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 				rec.Grant = r.Header.Get(HeaderGrant)
 			}
 			if in.Posture != "" {
-				rec.Trust = []string{postureLabel(in.Posture)}
+				// Room for the usual one label more.
+				rec.Trust = append(make([]string, 0, 2), postureLabel(in.Posture))
 			}
-			rec.Trust = append(rec.Trust, TrustLabels(in)...)
+			rec.Trust = AppendTrustLabels(rec.Trust, in)
 			if in.TLSIdentity != "" {
 				rec.Trust = append(rec.Trust, "tls="+in.TLSIdentity)
 			}
@@ -158,8 +159,11 @@ func ContentDigest(body []byte) string { return trust.ContentDigest(body) }
 // TrustLabels renders a handoff's untrusted-content labels and injection
 // signal for its record's trust list: "untrusted=POINTER<-SOURCE SOURCE",
 // "unscanned", "injection=SCORE: REASON; REASON", "injection-unscored=BYTES".
-func TrustLabels(in *Info) []string {
-	var out []string
+func TrustLabels(in *Info) []string { return AppendTrustLabels(nil, in) }
+
+// AppendTrustLabels appends TrustLabels(in) to out: a record's trust list
+// is built in one slice.
+func AppendTrustLabels(out []string, in *Info) []string {
 	if in.Labels != nil {
 		for _, l := range in.Labels.Spans {
 			out = append(out, "untrusted="+l.Pointer+"<-"+strings.Join(l.Sources, " "))

@@ -73,5 +73,5 @@ func spanTrust(in *Info) []string {
 	if in.Uncorrelated {
 		out = append(out, "uncorrelated")
 	}
-	return append(out, TrustLabels(in)...)
+	return AppendTrustLabels(out, in)
 }

@@ -195,7 +195,7 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 	if in.Uncorrelated {
 		rec.Trust = append(rec.Trust, "uncorrelated")
 	}
-	rec.Trust = append(rec.Trust, middleware.TrustLabels(in)...)
+	rec.Trust = middleware.AppendTrustLabels(rec.Trust, in)
 	req.Header.Set(middleware.HeaderRecord, rec.ID)
 	// The book encodes the checkpoint when it is given the record, before
 	// anything is sent: the header map need not be copied for it.
