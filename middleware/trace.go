@@ -42,8 +42,10 @@ const (
 // the globals; nothing here reads them).
 func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(http.Handler) http.Handler {
 	tracer := tp.Tracer("github.com/batonproxy/baton")
-	client := trace.WithSpanKind(trace.SpanKindClient)
-	server := trace.WithSpanKind(trace.SpanKindServer)
+	// Whole option lists, made once: a list built at the call would be
+	// allocated for every span.
+	client := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+	server := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -70,7 +72,7 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 			if in.Side == Ingress {
 				kind, opt = trace.SpanKindServer, server
 			}
-			ctx, span := tracer.Start(ctx, "invoke_agent", opt)
+			ctx, span := tracer.Start(ctx, "invoke_agent", opt...)
 			defer span.End()
 			sc := span.SpanContext()
 			in.TraceID = sc.TraceID().String()
