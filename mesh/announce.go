@@ -134,10 +134,16 @@ func (a *Announcer) Answered(rec *record.Record) {
 	if len(a.recent) >= 1024 && list == nil {
 		return // bounded: peers are configured, but a broadcast may name many
 	}
-	list = append([]RecentTrace{{TraceID: rec.TraceID, State: string(rec.State), At: time.Now().UTC()}}, list...)
-	if len(list) > recentTraces {
-		list = list[:recentTraces]
+	// Shifted in place (readers copy the list under the lock): a full
+	// list takes no allocation, a new one one of its full size.
+	switch {
+	case list == nil:
+		list = make([]RecentTrace, 1, recentTraces)
+	case len(list) < recentTraces:
+		list = append(list, RecentTrace{})
 	}
+	copy(list[1:], list)
+	list[0] = RecentTrace{TraceID: rec.TraceID, State: string(rec.State), At: time.Now().UTC()}
 	a.recent[rec.To] = list
 }
 

@@ -39,9 +39,11 @@ func AccessLogTo(lines *LineWriter, log *slog.Logger, side Side, agent string) f
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rec := &recorder{ResponseWriter: w, connect: r.Method == http.MethodConnect}
-			in := &Info{Side: side, Agent: agent, Start: time.Now(), rec: rec}
-			r = r.WithContext(WithInfo(r.Context(), in))
+			ctx := &infoContext{Context: r.Context()}
+			rec, in := &ctx.rec, &ctx.in
+			*rec = recorder{ResponseWriter: w, connect: r.Method == http.MethodConnect}
+			*in = Info{Side: side, Agent: agent, Start: time.Now(), rec: rec}
+			r = r.WithContext(ctx)
 			aborted := false
 			defer func() {
 				if v := recover(); v != nil {

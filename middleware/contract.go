@@ -73,7 +73,10 @@ func Contract(checker *handoff.Checker, policy ContractPolicy, log *slog.Logger)
 				problem.Write(w, r, problem.Internal, "checking the handoff envelope failed")
 				return
 			}
-			in.Contract, in.ContractPolicy = &res, pol
+			// A copy: res itself stays on the stack for the handoffs that
+			// carry no envelope.
+			kept := res
+			in.Contract, in.ContractPolicy = &kept, pol
 			if n := len(res.Violations); n > 0 {
 				log.LogAttrs(r.Context(), slog.LevelWarn, "handoff contract violated",
 					slog.String("side", in.Side.String()), slog.String("edge", in.Edge()),

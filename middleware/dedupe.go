@@ -333,12 +333,15 @@ func a2aFailure(in *Info, cw *captureWriter) bool {
 // dedupeKey scopes a key by (sender, edge) and hashes it to a fixed length;
 // the hash is the Redis Cluster hash tag.
 func dedupeKey(from, to, key string) string {
-	h := sha256.New()
-	writeField(h, from)
-	writeField(h, to)
-	writeField(h, key)
-	var sum [32]byte
-	return "idem:{" + hex.EncodeToString(h.Sum(sum[:0])[:16]) + "}"
+	// The fields are gathered on the stack (keys are at most 255 bytes)
+	// and digested at once: no hash state and no copies on the heap.
+	var buf [320]byte
+	sum := sha256.Sum256(appendField(appendField(appendField(buf[:0], from), to), key))
+	var out [len("idem:{") + 32 + len("}")]byte
+	n := copy(out[:], "idem:{")
+	n += hex.Encode(out[n:], sum[:16])
+	out[n] = '}'
+	return string(out[:])
 }
 
 // fingerprint digests what makes two requests the same request: method,
@@ -346,13 +349,14 @@ func dedupeKey(from, to, key string) string {
 // and parts, since a client resending a message gives it a new JSON-RPC id
 // and the sender's Baton stamps the envelope in its metadata.
 func fingerprint(r *http.Request, body []byte, rpc *RPC) [32]byte {
-	h := sha256.New()
-	writeField(h, r.Method)
-	writeField(h, r.URL.RequestURI())
+	// Gathered on the stack while it fits, and digested at once.
+	var buf [256]byte
+	msg := appendField(buf[:0], r.Method)
+	msg = appendField(msg, r.URL.RequestURI())
 	switch {
 	case rpc != nil && rpc.MessageID != "":
-		writeField(h, rpc.Method)
-		writeField(h, rpc.MessageID)
+		msg = appendField(msg, rpc.Method)
+		msg = appendField(msg, rpc.MessageID)
 		body = rpc.Parts
 	case rpc != nil && rpc.MCP != nil:
 		// Each message's method, id, tool and arguments: not _meta, which
@@ -360,10 +364,7 @@ func fingerprint(r *http.Request, body []byte, rpc *RPC) [32]byte {
 		body = rpc.MCP.fingerprintInput()
 	}
 	b := sha256.Sum256(body)
-	h.Write(b[:])
-	var fp [32]byte
-	h.Sum(fp[:0])
-	return fp
+	return sha256.Sum256(append(msg, b[:]...))
 }
 
 // captureWriter passes the response through while keeping a copy of status,

@@ -181,11 +181,12 @@ func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *
 			return
 		}
 	}
-	stop := d.renew(ctx, c, pol.Lease, in)
+	stop := make(chan struct{})
+	go d.renew(ctx, c, pol.Lease, in, stop)
 	cw := &captureWriter{ResponseWriter: w, limit: pol.MaxResponseBytes}
 	completed := false
 	defer func() {
-		stop()
+		close(stop)
 		v := recover()
 		d.settle(ctx, in, pol, c, cw, completed && v == nil)
 		if v != nil {
@@ -196,45 +197,41 @@ func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *
 	completed = !cw.hijacked
 }
 
-// renew keeps the lease alive every Lease/3 until stop is called, and makes
-// the claim the holder's again when its incarnation changes.
-func (d *dedupe) renew(ctx context.Context, c *claim, lease time.Duration, in *Info) (stop func()) {
-	done := make(chan struct{})
-	var once sync.Once
-	go func() {
-		t := time.NewTicker(lease / 3)
-		defer t.Stop()
-		changed := c.changed
-		stale := false // the claim names an earlier incarnation: own it before renewing
-		for {
-			var ok bool
-			var err error
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if stale {
-					ok, err = d.own(ctx, c, lease)
-					stale = err != nil
-				} else {
-					ok, err = d.store.Renew(ctx, c.skey, c.value(), lease)
-				}
-			case <-changed:
-				changed = d.holder.Changed()
+// renew keeps the lease alive every Lease/3 until stop is closed, and makes
+// the claim the holder's again when its incarnation changes. It runs in a
+// goroutine of its own.
+func (d *dedupe) renew(ctx context.Context, c *claim, lease time.Duration, in *Info, stop <-chan struct{}) {
+	t := time.NewTicker(lease / 3)
+	defer t.Stop()
+	changed := c.changed
+	stale := false // the claim names an earlier incarnation: own it before renewing
+	for {
+		var ok bool
+		var err error
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if stale {
 				ok, err = d.own(ctx, c, lease)
 				stale = err != nil
+			} else {
+				ok, err = d.store.Renew(ctx, c.skey, c.value(), lease)
 			}
-			if err != nil || !ok {
-				d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe lease not renewed",
-					slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
-					slog.Bool("lost", !ok && err == nil), slog.Any("error", err))
-			}
-			if err == nil && !ok {
-				return // another request holds the key: the answer's write is fenced
-			}
+		case <-changed:
+			changed = d.holder.Changed()
+			ok, err = d.own(ctx, c, lease)
+			stale = err != nil
 		}
-	}()
-	return func() { once.Do(func() { close(done) }) }
+		if err != nil || !ok {
+			d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe lease not renewed",
+				slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
+				slog.Bool("lost", !ok && err == nil), slog.Any("error", err))
+		}
+		if err == nil && !ok {
+			return // another request holds the key: the answer's write is fenced
+		}
+	}
 }
 
 // settle stores a final response for the window, or releases the claim. A

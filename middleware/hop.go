@@ -50,8 +50,7 @@ func Identity(next http.Handler) http.Handler {
 			hopLimit(w, r, in)
 			return
 		}
-		r.Header.Set(HeaderAgent, in.Agent)
-		r.Header.Set(HeaderHop, strconv.Itoa(in.Hop))
+		setHeaderPair(r.Header, HeaderAgent, in.Agent, HeaderHop, strconv.Itoa(in.Hop))
 		if h := in.Handling; h != nil && h.Budget.Set() {
 			r.Header.Set(HeaderChainBudget, h.Budget.String()) // the chain's, carried on
 		}
@@ -65,6 +64,15 @@ func hopLimit(w http.ResponseWriter, r *http.Request, in *Info) {
 	problem.New(r, problem.HopLimit, "handoff "+in.Edge()+" would be hop "+
 		strconv.Itoa(in.Hop)+", beyond the edge's max_hops of "+strconv.Itoa(in.MaxHops)).
 		With("hop", in.Hop).With("max_hops", in.MaxHops).Write(w)
+}
+
+// setHeaderPair sets two headers with one allocation: their values share a
+// backing array, each capped at its own element so that appending to one
+// never writes into the other (net/textproto shares one the same way among
+// the headers it reads). Both names must be canonical.
+func setHeaderPair(h http.Header, k1, v1, k2, v2 string) {
+	vs := []string{v1, v2}
+	h[k1], h[k2] = vs[:1:1], vs[1:2:2]
 }
 
 // StripBatonHeaders removes every header only a Baton may set.

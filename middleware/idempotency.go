@@ -100,8 +100,7 @@ func IdempotencyKey(hs Handlings, bufferMax int64, bufferAll bool) func(http.Han
 				// string for both.
 				quoted := in.derive(r)
 				in.Key, in.KeyDerived = quoted[1:len(quoted)-1], true
-				r.Header[HeaderIdempotencyKey] = []string{quoted}
-				r.Header[HeaderKeySource] = []string{in.KeySource}
+				setHeaderPair(r.Header, HeaderIdempotencyKey, quoted, HeaderKeySource, in.KeySource)
 			}
 			if in.Call != nil {
 				// The edge settles the call as soon as it knows the answer;
@@ -185,13 +184,27 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, err
 	}
 	r.ContentLength = int64(len(body))
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	if len(body) == 0 {
-		r.Body = http.NoBody
+	r.Body, r.GetBody = http.NoBody, noBody
+	if len(body) > 0 {
+		rb := &replayBody{body: body}
+		rb.Reset(body)
+		r.Body, r.GetBody = rb, rb.reopen
 	}
 	return body, nil
 }
+
+// replayBody is a buffered request body: the request's Body, which its
+// GetBody opens again from the start.
+type replayBody struct {
+	bytes.Reader
+	body []byte
+}
+
+func (b *replayBody) Close() error { return nil }
+
+func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
+
+func (b *replayBody) reopen() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b.body)), nil }
 
 // DeriveKey computes the deterministic key of a handoff whose agent sent
 // none.
@@ -237,17 +250,10 @@ func deriveKey(in *Info, r *http.Request, body []byte) string {
 	return keyString("bk-", sha256.Sum256(msg))
 }
 
-// appendField appends s length-prefixed, as writeField writes it.
+// appendField appends s length-prefixed, so that fields cannot run together.
 func appendField(b []byte, s string) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
 	return append(b, s...)
-}
-
-// writeField writes s length-prefixed, so that fields cannot run together.
-func writeField(w io.Writer, s string) {
-	n := len(s)
-	_, _ = w.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
-	_, _ = io.WriteString(w, s)
 }
 
 // keyString renders prefix and the first 16 bytes of sum in hex, quoted.

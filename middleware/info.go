@@ -256,6 +256,22 @@ func WithInfo(ctx context.Context, i *Info) context.Context {
 	return context.WithValue(ctx, infoKey{}, i)
 }
 
+// infoContext is the context AccessLog gives a request: its parent, the
+// request's Info and the recorder behind Info.Status, in one allocation
+// where WithInfo and two new objects would take three.
+type infoContext struct {
+	context.Context
+	in  Info
+	rec recorder
+}
+
+func (c *infoContext) Value(key any) any {
+	if _, ok := key.(infoKey); ok {
+		return &c.in
+	}
+	return c.Context.Value(key)
+}
+
 // info returns the Info of r, creating a detached one when the request did
 // not pass through AccessLog (tests of a single middleware).
 func info(r *http.Request) *Info {

@@ -39,7 +39,10 @@ func Limit(maxBody int64) func(http.Handler) http.Handler {
 				linger(w, body)
 				return
 			}
-			if body == nil || body == http.NoBody {
+			// A body of declared length within the limit needs no cap: the
+			// server reads no further than the length (HTTP/1.1), or
+			// refuses a stream that sends more (HTTP/2).
+			if body == nil || body == http.NoBody || r.ContentLength >= 0 {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -70,9 +73,13 @@ func (c *cappedBody) Close() error {
 
 func (c *cappedBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
-	var tooBig *http.MaxBytesError
-	if err != nil && errors.As(err, &tooBig) {
-		c.over = true
+	if err != nil && err != io.EOF {
+		// Declared here, as errors.As moves it to the heap: not on every
+		// read.
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			c.over = true
+		}
 	}
 	return n, err
 }

@@ -13,8 +13,6 @@ package middleware
 // fail the request: the book logs the record and counts it.
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/trust"
 )
 
 // HeaderRecord carries the sender's record id, so that the receipt links to
@@ -69,9 +68,10 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 				rec.Grant = r.Header.Get(HeaderGrant)
 			}
 			if in.Posture != "" {
-				rec.Trust = []string{"posture=" + in.Posture}
+				// Room for the usual one label more.
+				rec.Trust = append(make([]string, 0, 2), postureLabel(in.Posture))
 			}
-			rec.Trust = append(rec.Trust, TrustLabels(in)...)
+			rec.Trust = AppendTrustLabels(rec.Trust, in)
 			if in.TLSIdentity != "" {
 				rec.Trust = append(rec.Trust, "tls="+in.TLSIdentity)
 			}
@@ -138,17 +138,32 @@ func EnvelopeSummary(in *Info) *record.EnvelopeSummary {
 	}
 }
 
-// ContentDigest renders body's RFC 9530 sha-256 digest, as records keep it.
-func ContentDigest(body []byte) string {
-	sum := sha256.Sum256(body)
-	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+// postureLabel is a receipt's trust label for posture p: the label of a
+// known posture is a constant, not built for each receipt.
+func postureLabel(p string) string {
+	switch trust.Posture(p) {
+	case trust.Trusted:
+		return "posture=trusted"
+	case trust.Evaluate:
+		return "posture=evaluate"
+	case trust.Untrusted:
+		return "posture=untrusted"
+	}
+	return "posture=" + p
 }
+
+// ContentDigest renders body's RFC 9530 sha-256 digest, as records keep it:
+// the Content-Digest value a signature carries, built with one allocation.
+func ContentDigest(body []byte) string { return trust.ContentDigest(body) }
 
 // TrustLabels renders a handoff's untrusted-content labels and injection
 // signal for its record's trust list: "untrusted=POINTER<-SOURCE SOURCE",
 // "unscanned", "injection=SCORE: REASON; REASON", "injection-unscored=BYTES".
-func TrustLabels(in *Info) []string {
-	var out []string
+func TrustLabels(in *Info) []string { return AppendTrustLabels(nil, in) }
+
+// AppendTrustLabels appends TrustLabels(in) to out: a record's trust list
+// is built in one slice.
+func AppendTrustLabels(out []string, in *Info) []string {
 	if in.Labels != nil {
 		for _, l := range in.Labels.Spans {
 			out = append(out, "untrusted="+l.Pointer+"<-"+strings.Join(l.Sources, " "))

@@ -42,8 +42,10 @@ const (
 // the globals; nothing here reads them).
 func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(http.Handler) http.Handler {
 	tracer := tp.Tracer("github.com/batonproxy/baton")
-	client := trace.WithSpanKind(trace.SpanKindClient)
-	server := trace.WithSpanKind(trace.SpanKindServer)
+	// Whole option lists, made once: a list built at the call would be
+	// allocated for every span.
+	client := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+	server := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
@@ -57,7 +59,7 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 				r.Header[HeaderTracestate] = []string{strings.Join(ts, ",")}
 			}
 			in.TraceparentIn = r.Header.Get(HeaderTraceparent)
-			carrier := propagation.HeaderCarrier(r.Header)
+			carrier := headerCarrier(r.Header)
 			ctx := prop.Extract(r.Context(), carrier)
 			// An invalid traceparent invalidates tracestate too, and a
 			// tracestate that does not parse is discarded rather than passed
@@ -70,7 +72,7 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 			if in.Side == Ingress {
 				kind, opt = trace.SpanKindServer, server
 			}
-			ctx, span := tracer.Start(ctx, "invoke_agent", opt)
+			ctx, span := tracer.Start(ctx, "invoke_agent", opt...)
 			defer span.End()
 			sc := span.SpanContext()
 			in.TraceID = sc.TraceID().String()
@@ -85,6 +87,41 @@ func Trace(tp trace.TracerProvider, prop propagation.TextMapPropagator) func(htt
 		})
 	}
 }
+
+// headerCarrier is propagation.HeaderCarrier with the propagators' own
+// lowercase keys turned into header names by a lookup: canonicalising
+// "traceparent" allocates "Traceparent" anew on each Get and Set, several
+// times per request.
+type headerCarrier http.Header
+
+// Baggage reads every baggage line through Values, as it does from
+// propagation.HeaderCarrier.
+var _ propagation.ValuesGetter = headerCarrier{}
+
+func carrierKey(key string) string {
+	switch key {
+	case "traceparent":
+		return HeaderTraceparent
+	case "tracestate":
+		return HeaderTracestate
+	case "baggage":
+		return HeaderBaggage
+	}
+	return http.CanonicalHeaderKey(key)
+}
+
+func (c headerCarrier) Get(key string) string {
+	if vs := c[carrierKey(key)]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+func (c headerCarrier) Values(key string) []string { return c[carrierKey(key)] }
+
+func (c headerCarrier) Set(key, value string) { c[carrierKey(key)] = []string{value} }
+
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
 
 // annotate names the span and gives it its attributes and status. The edge
 // is known only once the chain has run (egress resolves its destination after

@@ -50,7 +50,10 @@ func spanDetail(a []attribute.KeyValue, n int, in *Info) int {
 // key's SHA-256, in hex, enough to find every span of one key without
 // putting the key itself in the trace.
 func KeyDigestAttr(key string) attribute.KeyValue {
-	sum := sha256.Sum256([]byte(key))
+	// Copied to the stack (a key is at most MaxKeyLen characters), not
+	// converted to a slice on the heap.
+	var buf [MaxKeyLen]byte
+	sum := sha256.Sum256(append(buf[:0], key...))
 	return AttrKeyDigest.String(hex.EncodeToString(sum[:8]))
 }
 
@@ -65,10 +68,10 @@ func replayed(in *Info) bool {
 func spanTrust(in *Info) []string {
 	var out []string
 	if in.Posture != "" {
-		out = append(out, "posture="+in.Posture)
+		out = append(out, postureLabel(in.Posture))
 	}
 	if in.Uncorrelated {
 		out = append(out, "uncorrelated")
 	}
-	return append(out, TrustLabels(in)...)
+	return AppendTrustLabels(out, in)
 }

@@ -198,7 +198,10 @@ func (t *Taint) Egress(next http.Handler) http.Handler {
 			}
 		}
 		r.Header.Set(trust.HeaderTrust, labels.String())
-		in.Labels = &labels
+		// A copy: labels itself stays off the heap for the handoffs that
+		// have none.
+		kept := labels
+		in.Labels = &kept
 		t.handoff(next, w, r, in)
 	})
 }

@@ -195,7 +195,7 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 	if in.Uncorrelated {
 		rec.Trust = append(rec.Trust, "uncorrelated")
 	}
-	rec.Trust = append(rec.Trust, middleware.TrustLabels(in)...)
+	rec.Trust = middleware.AppendTrustLabels(rec.Trust, in)
 	req.Header.Set(middleware.HeaderRecord, rec.ID)
 	// The book encodes the checkpoint when it is given the record, before
 	// anything is sent: the header map need not be copied for it.
@@ -319,18 +319,22 @@ func (e *edge) conclude(in *middleware.Info, rec *record.Record, a attempt, star
 }
 
 // answeredOutcome says how a final answer came.
+// It is written into one buffer the size of the longest: the string is
+// then its only allocation.
 func answeredOutcome(resp *http.Response, replay bool) string {
-	s := "delivered with status " + strconv.Itoa(resp.StatusCode)
+	b := make([]byte, 0, 128)
+	b = append(b, "delivered with status "...)
+	b = strconv.AppendInt(b, int64(resp.StatusCode), 10)
 	if replay {
-		s += " on replay"
+		b = append(b, " on replay"...)
 	}
 	if resp.Header.Get(middleware.HeaderReplayed) == "true" {
-		s += " from the receiver's dedupe window"
+		b = append(b, " from the receiver's dedupe window"...)
 		if resp.Header.Get(middleware.HeaderKeyMismatch) != "" {
-			s += " (the position's first request had another body)"
+			b = append(b, " (the position's first request had another body)"...)
 		}
 	}
-	return s
+	return string(b)
 }
 
 // deadLetter moves the record to dead, stores and indexes it, and returns

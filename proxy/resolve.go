@@ -205,9 +205,15 @@ func (rs *resolver) allowed(hostport string) bool {
 // trailing dot and IPv6 brackets.
 func splitHost(host string) (name, port string) {
 	host = strings.ToLower(strings.TrimSpace(host))
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		host, port = h, p
-	} else {
+	split := false
+	// Without a colon there is no port, and SplitHostPort would only
+	// allocate the error saying so.
+	if strings.Contains(host, ":") {
+		if h, p, err := net.SplitHostPort(host); err == nil {
+			host, port, split = h, p, true
+		}
+	}
+	if !split {
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	}
 	return strings.TrimSuffix(host, "."), port

@@ -72,18 +72,27 @@ func ExternalRoots(path string) (*x509.CertPool, error) {
 	return roots, nil
 }
 
-// withMemoryBody gives r, a request Baton owns (a copy made for one try),
-// the buffered body as a reader that net/http recognises as in memory. The
-// transport then writes the request line, the headers and the body with one
-// write: any other reader (the ReverseProxy's wrapper around the incoming
-// body included) makes it flush the headers first, one more system call and
-// one more packet per handoff. body is nil, or does not match the declared
-// length, when the request streams; r is then left as it is.
+// withMemoryBody returns a copy of r, for one try, that carries the buffered
+// body as a reader net/http recognises as in memory. The transport then
+// writes the request line, the headers and the body with one write: any
+// other reader (the ReverseProxy's wrapper around the incoming body
+// included) makes it flush the headers first, one more system call and one
+// more packet per handoff. body is nil, or does not match the declared
+// length, when the request streams; r is then returned as it is.
 func withMemoryBody(r *http.Request, body []byte) *http.Request {
-	if len(body) > 0 && int64(len(body)) == r.ContentLength {
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	if len(body) == 0 || int64(len(body)) != r.ContentLength {
+		return r
 	}
-	return r
+	m := &memoryRequest{req: *r}
+	m.body.Reset(body)
+	m.req.Body = io.NopCloser(&m.body)
+	return &m.req
+}
+
+// memoryRequest is a request copy and its body's reader, allocated as one.
+type memoryRequest struct {
+	req  http.Request
+	body bytes.Reader
 }
 
 // memoryBody is the RoundTripper of a ReverseProxy whose requests carry the
@@ -94,30 +103,32 @@ type memoryBody struct{ next http.RoundTripper }
 func (t memoryBody) RoundTrip(r *http.Request) (*http.Response, error) {
 	if in := middleware.InfoFromContext(r.Context()); in != nil && in.Buffered &&
 		len(in.Body) > 0 && int64(len(in.Body)) == r.ContentLength {
-		out := new(http.Request)
-		*out = *r
-		r = withMemoryBody(out, in.Body)
+		r = withMemoryBody(r, in.Body)
 	}
 	return t.next.RoundTrip(r)
 }
 
 // BufferPool hands httputil.ReverseProxy reusable 32 KiB copy buffers so that
-// a response does not allocate its own.
+// a response does not allocate its own. It pools the buffers' arrays: a
+// pointer to an array goes into the pool as it is, where a pointer to a
+// slice header would have to be allocated on every Put.
 type BufferPool struct{ p sync.Pool }
+
+// bufferSize is the size of a pooled buffer.
+const bufferSize = 32 << 10
 
 // NewBufferPool returns an empty pool.
 func NewBufferPool() *BufferPool {
-	return &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+	return &BufferPool{p: sync.Pool{New: func() any { return new([bufferSize]byte) }}}
 }
 
 // Get returns a buffer.
-func (b *BufferPool) Get() []byte { return *(b.p.Get().(*[]byte)) }
+func (b *BufferPool) Get() []byte { return b.p.Get().(*[bufferSize]byte)[:] }
 
 // Put returns a buffer to the pool.
 func (b *BufferPool) Put(buf []byte) {
-	if cap(buf) < 32<<10 {
+	if cap(buf) < bufferSize {
 		return
 	}
-	buf = buf[:32<<10]
-	b.p.Put(&buf)
+	b.p.Put((*[bufferSize]byte)(buf[:bufferSize]))
 }

@@ -35,15 +35,19 @@ func (e *edge) try(req *http.Request, body []byte, deadline time.Time) (*http.Re
 	}
 	// A try with a time limit runs under its own context, cut by a timer;
 	// one without runs under the request's, and costs neither.
-	ctx, cancel := req.Context(), context.CancelFunc(noCancel)
+	sent, cancel := req, context.CancelFunc(noCancel)
 	var timedOut atomic.Bool
 	var timer *time.Timer
 	if limit > 0 {
-		ctx, cancel = context.WithCancel(ctx)
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(req.Context())
+		sent = req.WithContext(ctx)
 		timer = time.AfterFunc(limit, func() { timedOut.Store(true); cancel() })
 	}
 	resp, err := e.breaker.Execute(func() (*http.Response, error) {
-		resp, err := e.next.RoundTrip(withMemoryBody(req.WithContext(ctx), body))
+		// The transport is given a copy with the body in memory; req
+		// itself is left as it is, for the next try.
+		resp, err := e.next.RoundTrip(withMemoryBody(sent, body))
 		e.breaker.tried(err)
 		if err != nil {
 			if req.Context().Err() != nil {

@@ -109,6 +109,11 @@ func (m *Memory) extend(now int64, e *entry, l Link, follows bool, ttl time.Dura
 		e.attached.set(kv.Key, kv.Val)
 	}
 	if follows {
+		if e.log == nil {
+			// Room for two from the start: a chain's first entry is soon
+			// followed by another (a handoff record by its outcome).
+			e.log = make([][]byte, 0, 2)
+		}
 		e.log = append(e.log, l.Entry)
 	}
 	m.resize(e, dWeight, dSize)

@@ -20,8 +20,10 @@ const HeaderContentDigest = "Content-Digest"
 // algorithm Baton sends: sha-256=:base64:.
 func ContentDigest(body []byte) string {
 	sum := sha256.Sum256(body)
-	b := make([]byte, 0, len("sha-256=::")+base64.StdEncoding.EncodedLen(len(sum)))
-	b = append(b, "sha-256=:"...)
+	// A buffer of constant size stays on the stack: the string is the one
+	// allocation.
+	var buf [len("sha-256=::") + (sha256.Size+2)/3*4]byte
+	b := append(buf[:0], "sha-256=:"...)
 	b = base64.StdEncoding.AppendEncode(b, sum[:])
 	return string(append(b, ':'))
 }

@@ -218,18 +218,27 @@ func (b *Book) flusher() {
 		for i := range items {
 			batch = append(batch, &items[i].rec)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := b.write(ctx, batch)
+		err := b.flush(batch)
 		if err != nil {
 			b.lost(batch, err)
 		}
-		cancel()
 		for _, q := range items {
 			if q.done != nil {
 				q.done <- err
 			}
 		}
 	}
+}
+
+// flush writes a batch the flusher collected: to a remote store within ten
+// seconds; an in-process store takes no context, and is spared the timer.
+func (b *Book) flush(batch []*Record) error {
+	if b.local != nil {
+		return b.write(context.Background(), batch)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return b.write(ctx, batch)
 }
 
 // collect adds to items (which holds the batch's first record) what is
