@@ -202,9 +202,13 @@ type replayBody struct {
 
 func (b *replayBody) Close() error { return nil }
 
-func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
+// reopen is the request's GetBody: the body again, from the start.
+func (b *replayBody) reopen() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(b.body)), nil
+}
 
-func (b *replayBody) reopen() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b.body)), nil }
+// noBody is the GetBody of a request whose body is empty.
+func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
 
 // DeriveKey computes the deterministic key of a handoff whose agent sent
 // none.
