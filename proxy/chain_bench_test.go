@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -77,21 +76,7 @@ func chainCaller(tb testing.TB, forward bool) func() error {
 	egress := bB.EgressAddr()
 	bEgress.Store(&egress)
 	aB := startBaton(tb, "agent: a\nupstream: http://127.0.0.1:1\nlog_level: warn\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\n", benchMemory())
-	return func() error {
-		req, _ := http.NewRequest("POST", "http://"+aB.EgressAddr()+"/work", strings.NewReader(`{"task":"x"}`))
-		req.Host = "b"
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	}
+	return poster("http://"+aB.EgressAddr()+"/work", "b", `{"task":"x"}`)
 }
 
 // benchMemory is a Baton's memory store in the benchmarks: large enough

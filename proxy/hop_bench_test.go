@@ -89,11 +89,15 @@ func runHops(b *testing.B, url, host string) {
 }
 
 // hopCaller returns one request of the hop benchmarks: hopBody posted to
-// url (as Host host, when set), its answer read whole and checked.
-func hopCaller(url, host string) func() error {
+// url (as Host host, when set).
+func hopCaller(url, host string) func() error { return poster(url, host, hopBody) }
+
+// poster returns a call that posts body as JSON to url (as Host host, when
+// set) on a client of its own, reads the answer whole and checks it is 200.
+func poster(url, host, body string) func() error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	return func() error {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(hopBody))
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		if host != "" {
 			req.Host = host
 		}
