@@ -106,7 +106,7 @@ func (rc *recorder) finish() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.ctx), journalWrite)
 	defer cancel()
-	if _, err := rc.j.store.Append(ctx, rc.ru.key, b, rc.j.retention); err != nil {
+	if err := rc.append(ctx, b); err != nil {
 		rc.ru.unreserve(size)
 		rc.j.skip(rc.h, dest, reasonStoreError, rc.what+": not journaled: the store refused it ("+err.Error()+")")
 		rc.j.log.Warn("journal: entry not stored", "destination", dest, "error", err.Error())
@@ -114,6 +114,19 @@ func (rc *recorder) finish() {
 	}
 	rc.h.NoteJournal(func(s *record.JournalSummary) { s.Journaled++ })
 	rc.j.m.written(dest, size)
+}
+
+// append writes the entry, with the counts the call's ride offers (a model
+// call's spend) in the same round trip.
+func (rc *recorder) append(ctx context.Context, b []byte) error {
+	ride := middleware.RideFrom(rc.ctx)
+	if counts, ok := ride.Take(); ok {
+		_, err := rc.j.store.AppendCounting(ctx, rc.ru.key, b, rc.j.retention, counts)
+		ride.Taken(err)
+		return err
+	}
+	_, err := rc.j.store.Append(ctx, rc.ru.key, b, rc.j.retention)
+	return err
 }
 
 func (j *journal) handlingCapNote() string {

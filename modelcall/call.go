@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -36,6 +37,13 @@ type call struct {
 	status  int
 	journal bool
 	once    sync.Once
+
+	// A chain with a budget: the call's spend rides on the journal's
+	// append of its answer (see meter). metered: Guard reads the answer
+	// for the stream, as it comes from the network; ended: counted.
+	ride    *middleware.Ride
+	metered bool
+	ended   atomic.Bool
 }
 
 type callKey struct{}
@@ -77,14 +85,20 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 		in.SpanName += " " + gc.RequestModel
 	}
 	c.requestAttributes()
-	resp, err := o.next.RoundTrip(r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+	ctx := context.WithValue(r.Context(), callKey{}, c)
+	if c.h != nil && c.h.Budget.Set() {
+		ctx, c.ride = middleware.WithRide(ctx)
+	}
+	resp, err := o.next.RoundTrip(r.WithContext(ctx))
 	if err != nil {
 		c.failed(err)
 		return nil, err
 	}
 	c.status = resp.StatusCode
 	c.journal = resp.Header.Get(middleware.HeaderJournalReplayed) == "true"
-	c.stream = genai.NewStream(gc, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), o.mc.now)
+	if !c.metered {
+		c.stream = c.newStream(resp)
+	}
 	if resp.Body == nil || resp.Body == http.NoBody || r.Method == http.MethodHead {
 		c.finish(true)
 		return resp, nil
@@ -127,7 +141,7 @@ type answer struct {
 
 func (a *answer) Read(p []byte) (int, error) {
 	n, err := a.ReadCloser.Read(p)
-	if n > 0 {
+	if n > 0 && !a.c.metered {
 		_, _ = a.c.stream.Write(p[:n])
 	}
 	if err == io.EOF {
@@ -160,7 +174,40 @@ func (g guard) RoundTrip(r *http.Request) (*http.Response, error) {
 		return c.refusal(r, detail), nil
 	}
 	c.live = true
-	return g.next.RoundTrip(r)
+	resp, err := g.next.RoundTrip(r)
+	if err != nil || c.ride == nil || resp.Body == nil || resp.Body == http.NoBody || r.Method == http.MethodHead {
+		return resp, err
+	}
+	c.stream, c.metered = c.newStream(resp), true
+	resp.Body = &meter{ReadCloser: resp.Body, c: c}
+	return resp, nil
+}
+
+func (c *call) newStream(resp *http.Response) *genai.Stream {
+	return genai.NewStream(c.c, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), c.mc.now)
+}
+
+// meter reads a live call's answer for its stream as it comes from the
+// network, inside the journal, and at its end offers the call's spend to
+// the ride: the journal's append of the answer, which follows at once,
+// carries it, and the spend costs no round trip of its own.
+type meter struct {
+	io.ReadCloser
+	c *call
+}
+
+func (m *meter) Read(p []byte) (int, error) {
+	n, err := m.ReadCloser.Read(p)
+	c := m.c
+	if n > 0 && !c.ended.Load() {
+		_, _ = c.stream.Write(p[:n])
+	}
+	if err == io.EOF && !c.ended.Load() {
+		_ = c.stream.Close()
+		tokens, cost := c.mc.spendOf(c, c.stream.Result().Result)
+		c.ride.Put(c.mc.spendCounts(c.h.Budget.Chain, tokens, cost))
+	}
+	return n, err
 }
 
 // Why Baton refuses a model call, as records and metrics say.
@@ -239,6 +286,7 @@ func (b *responseBuffer) Write(p []byte) (int, error) {
 // failed counts a call that got no answer.
 func (c *call) failed(err error) {
 	c.once.Do(func() {
+		c.ended.Store(true)
 		c.mc.account(c, genai.StreamResult{Result: genai.Result{ErrorType: errorType(err)}}, false)
 	})
 }
@@ -247,6 +295,7 @@ func (c *call) failed(err error) {
 // end) or the agent stopped reading it.
 func (c *call) finish(whole bool) {
 	c.once.Do(func() {
+		c.ended.Store(true)
 		_ = c.stream.Close()
 		r := c.stream.Result()
 		if !whole && !r.Ended && r.ErrorType == "" {
@@ -302,12 +351,20 @@ func (mc *Calls) account(c *call, r genai.StreamResult, answered bool) {
 	}
 	c.h.NoteModelCall(rec)
 	if c.live && c.h.Budget.Set() && answered {
-		ctx, cancel := context.WithTimeout(context.Background(), storeWrite)
-		defer cancel()
-		if err := mc.addSpend(ctx, c.h.Budget.Chain, rec.InputTokens+rec.OutputTokens, costNano); err != nil {
-			mc.log.Warn("model calls: the call's spend was not added to its chain's count", "chain", c.h.Budget.Chain, "error", err.Error())
-		}
+		mc.addSpend(c, rec.InputTokens+rec.OutputTokens, costNano)
 	}
+}
+
+// spendOf is what a call that went out spent: its tokens, and its cost in
+// nano-dollars (0 when its model has no price).
+func (mc *Calls) spendOf(c *call, r genai.Result) (tokens, costNano int64) {
+	if u := r.Usage; u.Known {
+		tokens = u.Input + u.Output
+	}
+	if cost, ok := mc.prices.Cost(c.c, r); ok {
+		costNano = cost
+	}
+	return tokens, costNano
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -80,12 +80,32 @@ func (mc *Calls) chainSpend(ctx context.Context, chain string) (Spend, error) {
 	return s, nil
 }
 
-// addSpend adds a call's spend to its chain's counters: one round trip.
-func (mc *Calls) addSpend(ctx context.Context, chain string, tokens, costNano int64) error {
-	deltas := [3]state.Scored{{Member: memberCalls, Score: 1}, {Member: memberTokens, Score: float64(tokens)},
-		{Member: memberCost, Score: float64(costNano)}}
-	_, err := mc.store.IndexIncr(ctx, chainKey(chain), deltas[:], mc.retention)
-	return err
+// spendCounts are the adds of a call's spend to its chain's counters.
+func (mc *Calls) spendCounts(chain string, tokens, costNano int64) state.Counts {
+	return state.Counts{Key: chainKey(chain), TTL: mc.retention, Deltas: []state.Scored{{Member: memberCalls, Score: 1},
+		{Member: memberTokens, Score: float64(tokens)}, {Member: memberCost, Score: float64(costNano)}}}
+}
+
+// addSpend adds a call's spend to its chain's counters, before the
+// answer's end reaches the agent: written with the journal's append of
+// the answer when the journal took it from the call's ride, otherwise
+// alone (one round trip).
+func (mc *Calls) addSpend(c *call, tokens, costNano int64) {
+	chain := c.h.Budget.Chain
+	if c.ride != nil {
+		if taken, err := c.ride.Close(); taken {
+			if err != nil {
+				mc.log.Warn("model calls: the call's spend may not have been added to its chain's count", "chain", chain, "error", err.Error())
+			}
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeWrite)
+	defer cancel()
+	counts := mc.spendCounts(chain, tokens, costNano)
+	if _, err := mc.store.IndexIncr(ctx, counts.Key, counts.Deltas, counts.TTL); err != nil {
+		mc.log.Warn("model calls: the call's spend was not added to its chain's count", "chain", chain, "error", err.Error())
+	}
 }
 
 // Raise raises a chain's budget by tokens and nano-dollars, as an

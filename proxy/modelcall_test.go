@@ -344,9 +344,11 @@ func TestModelCallsChainBudget(t *testing.T) {
 	// Resumed in a trace of its own, as a client that traces nothing
 	// re-sends: the same chain, its count and its raised budget.
 	tp2, trace2 := newTraceparent(t)
+	before := storeOps(t, b.AdminAddr())
 	if resp := sendTask(t, b, tp2, "runaway-1", ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the resumed task: %d (%s)", resp.StatusCode, agent.lastError())
 	}
+	after := storeOps(t, b.AdminAddr())
 	if n, billed := m.calls.Load(), m.billed.Load(); n != 8 || billed != 8*300 {
 		t.Fatalf("the model answered %d calls (%d tokens), want 8: the first four answered from the journal", n, billed)
 	}
@@ -361,6 +363,24 @@ func TestModelCallsChainBudget(t *testing.T) {
 	}
 	if st := adminGetAuth(t, b.AdminAddr(), "/v1/chains/"+chain+"/spend", admin, &v); st != http.StatusOK || v.Tokens != 2400 || v.Calls != 8 {
 		t.Fatalf("the chain's spend: %d %+v, want 2400 tokens in 8 calls", st, v)
+	}
+	// The store's work for the budget in the resumed run: each of the four
+	// calls that went out read the chain's count once, and its spend rode
+	// on the journal's append of its answer; no counter write of its own
+	// (the one index_incr at most is the hour's index of costly chains,
+	// written once the handling has ended).
+	if r, a, i := after("index_range")-before("index_range"), after("append_counting")-before("append_counting"),
+		after("index_incr")-before("index_incr"); r != 4 || a != 4 || i > 1 {
+		t.Fatalf("store calls of the resumed run: %v index_range, %v append_counting, %v index_incr; want 4, 4 and at most 1", r, a, i)
+	}
+}
+
+// storeOps returns the count of each store operation a Baton made so far.
+func storeOps(t *testing.T, admin string) func(op string) float64 {
+	sc := scrapeMetrics(t, admin)
+	return func(op string) float64 {
+		n, _ := sc.value("baton_store_duration_seconds_count", map[string]string{"op": op})
+		return n
 	}
 }
 

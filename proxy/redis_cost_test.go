@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state/redistest"
 )
 
@@ -117,9 +118,18 @@ func TestRedisCommandsPerHandoff(t *testing.T) {
 		io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(asker.Close)
-	aB := startBaton(t, "agent: a\nupstream: "+asker.URL+"\nlog_level: warn\n"+store+
-		"peers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}, {from: caller, callers: {anonymous: true}}]\n"+
-		"external: {routes: [{name: llm, url: \""+model.URL+"/\", api: openai}]}\njournal: {hosts: [\""+strings.TrimPrefix(model.URL, "http://")+"\"]}\n", nil)
+	aB := startBatonWith(t, "agent: a\nupstream: "+asker.URL+"\nlog_level: warn\n"+store+
+		"peers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}, {from: web, callers: {bearer: {tokens_env: WEB_TOKENS}}, chain_budget: {from_header: true}},\n"+
+		"  {from: caller, callers: {anonymous: true}}]\n"+
+		"external: {routes: [{name: llm, url: \""+model.URL+"/\", api: openai}]}\njournal: {hosts: [\""+strings.TrimPrefix(model.URL, "http://")+"\"]}\n", nil,
+		func(o *proxy.Options) {
+			o.Env = func(k string) string {
+				if k == "WEB_TOKENS" {
+					return webToken1
+				}
+				return ""
+			}
+		})
 	e := aB.EgressAddr()
 	aEgress.Store(&e)
 	mB := startBaton(t, "agent: m\nupstream: "+ag.URL+"\nlog_level: warn\n"+store+
@@ -159,6 +169,12 @@ func TestRedisCommandsPerHandoff(t *testing.T) {
 			// A caller's request to a, whose agent asks the model once: the
 			// receipt, the dedupe window, the journal's load and append.
 			post(fmt.Sprintf("http://%s/task?q=%d", aB.IngressAddr(), i), "", `{"task":"ask"}`)
+		}},
+		{"a handling with a journaled model call, in a chain with a budget", 15, func(i int) {
+			// The same, the caller setting a budget: the check's read before
+			// the call, the spend's adds in the journal's append after it.
+			post(fmt.Sprintf("http://%s/task?q=b%d", aB.IngressAddr(), i), "", `{"task":"ask"}`,
+				"Authorization", "Bearer "+webToken1, "Baton-Chain-Budget", "tokens=100000000")
 		}},
 	} {
 		per, total := redisCost(t, n, kind.send)

@@ -46,13 +46,14 @@ const (
 	opMarkLookup
 	opPing
 	opTouch
+	opAppendCounting
 	nStoreOps
 )
 
 var storeOpNames = [nStoreOps]string{"claim", "claim_many", "renew", "swap", "release", "get", "set", "delete",
 	"append", "range", "index_add", "index_incr", "index_range", "index_remove", "index_count", "append_chained", "read_chain",
 	"attached", "mark_add",
-	"mark_lookup", "ping", "touch"}
+	"mark_lookup", "ping", "touch", "append_counting"}
 
 // measureStore wraps s; without metrics it is s.
 func measureStore(s state.Store, m *middleware.Metrics, indexed func()) state.Store {
@@ -141,6 +142,14 @@ func (s *measuredStore) Append(ctx context.Context, key string, val []byte, ttl 
 	start := time.Now()
 	n, err := s.Store.Append(ctx, key, val, ttl)
 	s.ops[opAppend].Done(start, err)
+	return n, err
+}
+
+func (s *measuredStore) AppendCounting(ctx context.Context, key string, val []byte, ttl time.Duration, counts state.Counts) (int64, error) {
+	start := time.Now()
+	n, err := s.Store.AppendCounting(ctx, key, val, ttl, counts)
+	s.ops[opAppendCounting].Done(start, err)
+	s.indexed()
 	return n, err
 }
 

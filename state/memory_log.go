@@ -13,6 +13,18 @@ func (m *Memory) Append(_ context.Context, key string, val []byte, ttl time.Dura
 	return m.appendLocked(m.now(), key, bytes.Clone(val), ttl)
 }
 
+// AppendCounting is Append, then IndexIncr of counts.
+func (m *Memory) AppendCounting(ctx context.Context, key string, val []byte, ttl time.Duration, counts Counts) (int64, error) {
+	n, err := m.Append(ctx, key, val, ttl)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := m.IndexIncr(ctx, counts.Key, counts.Deltas, counts.TTL); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // appendLocked is Append with the lock held.
 // appendLocked keeps val itself: callers pass a copy, or bytes they gave up.
 func (m *Memory) appendLocked(now int64, key string, val []byte, ttl time.Duration) (int64, error) {

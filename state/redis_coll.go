@@ -22,6 +22,28 @@ func (r *Redis) Append(ctx context.Context, key string, val []byte, ttl time.Dur
 	return n.Val(), nil
 }
 
+// AppendCounting sends Append's RPUSH and PEXPIRE and IndexIncr's ZINCRBYs
+// and PEXPIRE in one pipeline. The two keys are in different slots, which
+// one MULTI cannot span on Cluster; the log's RPUSH and PEXPIRE go in the
+// same write and run one after the other, as Append's MULTI runs them, but
+// for another client's command that may come between.
+func (r *Redis) AppendCounting(ctx context.Context, key string, val []byte, ttl time.Duration, counts Counts) (int64, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	k, ck := r.Key(key), r.Key(counts.Key)
+	pipe := r.client.Pipeline()
+	n := pipe.RPush(ctx, k, val)
+	expireCmd(ctx, pipe, k, ttl)
+	for _, d := range counts.Deltas {
+		pipe.ZIncrBy(ctx, ck, d.Score, d.Member)
+	}
+	expireCmd(ctx, pipe, ck, counts.TTL)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, wrapRedis("append counting", err)
+	}
+	return n.Val(), nil
+}
+
 // Range reads the log with LRANGE.
 func (r *Redis) Range(ctx context.Context, key string, start, stop int64) ([][]byte, error) {
 	ctx, cancel := r.op(ctx)

@@ -53,6 +53,11 @@ type Store interface {
 	// refreshes the index's ttl, in one round trip; it returns the members'
 	// scores after, in order: counters that several Batons add to.
 	IndexIncr(ctx context.Context, key string, deltas []Scored, ttl time.Duration) ([]float64, error)
+	// AppendCounting appends val to the log at key as Append does and adds
+	// counts to their index as IndexIncr does, in the same round trip: a
+	// write that rides on another (a model call's spend on the journal's
+	// append of its answer).
+	AppendCounting(ctx context.Context, key string, val []byte, ttl time.Duration, counts Counts) (int64, error)
 	// IndexRange returns members with min <= score <= max in ascending score order (ties by member),
 	// skipping offset, at most count (count<=0: all).
 	IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]Scored, error)
@@ -100,6 +105,13 @@ type Store interface {
 type Scored struct {
 	Member string
 	Score  float64
+}
+
+// Counts is an IndexIncr of the index at Key, made with another write.
+type Counts struct {
+	Key    string
+	Deltas []Scored
+	TTL    time.Duration
 }
 
 // Open returns the store cfg selects: Redis when cfg.Redis is set, otherwise

@@ -291,14 +291,25 @@ func (mc *modelChain) checkSpans(t *testing.T, rcv *otlpReceiver, trace string, 
 	for _, a := range []string{"b", "c", "d"} {
 		total += mc.llm.billOf(mc.keys[a]).calls
 	}
+	// The receipts' server spans end when their handlings do, after the
+	// model calls' spans: wait for both.
+	servers := map[string]bool{}
+	for _, r := range recs {
+		if r.Side == record.Ingress {
+			servers[r.SpanID] = true
+		}
+	}
 	spans := rcv.await(trace, 15*time.Second, func(spans []otlpSpan) bool {
-		n := 0
+		n, found := 0, 0
 		for _, s := range spans {
 			if s.GetName() == name {
 				n++
 			}
+			if servers[s.id()] {
+				found++
+			}
 		}
-		return n >= total
+		return n >= total && found >= len(servers)
 	})
 	byID := map[string]otlpSpan{}
 	byAgent := map[string][]otlpSpan{}

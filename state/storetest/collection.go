@@ -34,6 +34,7 @@ func collectionCases() []testCase {
 		}},
 		{"index add update range count remove", testIndex},
 		{"index incr: counters several Batons add to", testIndexIncr},
+		{"append counting: a log entry and counters together", testAppendCounting},
 		{"index ties order by member", func(t *testing.T, s state.Store) {
 			k := key(t, "idx")
 			for _, m := range []string{"d", "b", "c", "a"} {
@@ -135,6 +136,32 @@ func testIndex(t *testing.T, s state.Store) {
 		must(t, "IndexRemove on absent index", s.IndexRemove(ctx, key(t, "none"), "x"))
 		wantCount(t, s, key(t, "none"), 0)
 	})
+}
+
+// testAppendCounting: the entry lands in the log and the counts in their
+// index, each with its TTL, adding to what the index held; a log key that
+// holds another kind refuses both.
+func testAppendCounting(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	lk, ik := key(t, "log"), key(t, "counts")
+	_, err := s.IndexIncr(ctx, ik, []state.Scored{{Member: "tokens", Score: 10}}, long)
+	must(t, "IndexIncr", err)
+	for i := range 2 {
+		n, err := s.AppendCounting(ctx, lk, fmt.Appendf(nil, "e%d", i), long,
+			state.Counts{Key: ik, Deltas: []state.Scored{{Member: "calls", Score: 1}, {Member: "tokens", Score: 100}}, TTL: long})
+		must(t, "AppendCounting", err)
+		if n != int64(i+1) {
+			t.Fatalf("AppendCounting #%d returned length %d, want %d", i, n, i+1)
+		}
+	}
+	wantLog(t, s, lk, 0, -1, []string{"e0", "e1"})
+	wantIndex(t, s, ik, math.Inf(-1), math.Inf(1), 0, 0, "calls=2 tokens=210")
+	// A key that holds a plain value is not a log.
+	vk := key(t, "value")
+	must(t, "Set", s.Set(ctx, vk, []byte("v"), long))
+	if _, err := s.AppendCounting(ctx, vk, []byte("x"), long, state.Counts{Key: ik, Deltas: []state.Scored{{Member: "calls", Score: 1}}, TTL: long}); err == nil {
+		t.Fatal("AppendCounting onto a plain value succeeded")
+	}
 }
 
 // testIndexIncr: counters in an index add up, from nothing, several at
