@@ -78,13 +78,17 @@ func TestMeasuredStoreLabelsEachOp(t *testing.T) {
 			_, err := s.ClaimMany(ctx, []state.ClaimOp{{Key: "cm", Val: []byte("v"), TTL: ttl}})
 			return err
 		},
-		"renew":     func() error { _, err := s.Renew(ctx, "c", []byte("v"), ttl); return err },
-		"swap":      func() error { _, err := s.Swap(ctx, "c", []byte("v"), []byte("w"), ttl); return err },
-		"release":   func() error { _, err := s.Release(ctx, "c", []byte("w")); return err },
-		"set":       func() error { return s.Set(ctx, "k", []byte("v"), ttl) },
-		"delete":    func() error { return s.Delete(ctx, "k") },
-		"append":    func() error { _, err := s.Append(ctx, "l", []byte("x"), ttl); return err },
-		"range":     func() error { _, err := s.Range(ctx, "l", 0, -1); return err },
+		"renew":   func() error { _, err := s.Renew(ctx, "c", []byte("v"), ttl); return err },
+		"swap":    func() error { _, err := s.Swap(ctx, "c", []byte("v"), []byte("w"), ttl); return err },
+		"release": func() error { _, err := s.Release(ctx, "c", []byte("w")); return err },
+		"set":     func() error { return s.Set(ctx, "k", []byte("v"), ttl) },
+		"delete":  func() error { return s.Delete(ctx, "k") },
+		"append":  func() error { _, err := s.Append(ctx, "l", []byte("x"), ttl); return err },
+		"range":   func() error { _, err := s.Range(ctx, "l", 0, -1); return err },
+		"append_counting": func() error {
+			_, err := s.AppendCounting(ctx, "l", []byte("y"), ttl, state.Counts{Key: "n", Deltas: []state.Scored{{Member: "m", Score: 1}}, TTL: ttl})
+			return err
+		},
 		"index_add": func() error { return s.IndexAdd(ctx, "i", "m", 1, ttl) },
 		"index_incr": func() error {
 			_, err := s.IndexIncr(ctx, "n", []state.Scored{{Member: "m", Score: 2}}, ttl)
@@ -126,8 +130,8 @@ func TestMeasuredStoreLabelsEachOp(t *testing.T) {
 			t.Errorf("op %s: %d calls, %d errors; want 1 and 0", op, calls[op], errs[op])
 		}
 	}
-	if *indexed != 3 {
-		t.Errorf("index changes heard %d times, want 3 (add, incr, remove)", *indexed)
+	if *indexed != 4 {
+		t.Errorf("index changes heard %d times, want 4 (add, incr, append counting, remove)", *indexed)
 	}
 }
 
