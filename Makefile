@@ -52,7 +52,7 @@ fuzz:
 fuzz-ci:
 	GO=$(GO) FUZZTIME=$(CI_FUZZTIME) bash .ci/fuzz
 
-# The side-by-side harness (needs wrk; nginx when installed) and the
+# The side-by-side harness (needs wrk; nginx and haproxy when installed) and the
 # testing.B benchmarks.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -382,6 +382,21 @@ func TestParseRedisInfo(t *testing.T) {
 	}
 }
 
+func TestHAProxyConf(t *testing.T) {
+	t.Parallel()
+	c := haproxyConf("127.0.0.1:1", "127.0.0.1:2", 64)
+	for _, want := range []string{
+		"nbthread 1", "mode http", "option http-keep-alive", "http-reuse always", "bind 127.0.0.1:1", "server agent 127.0.0.1:2",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("haproxy.cfg lacks %q", want)
+		}
+	}
+	if v := haproxyVersion("/bin/false"); v != "" {
+		t.Errorf("haproxyVersion of a binary that prints nothing = %q", v)
+	}
+}
+
 func TestNginxConf(t *testing.T) {
 	t.Parallel()
 	c := nginxConf("/tmp/x", "127.0.0.1:1", "127.0.0.1:2", 64)

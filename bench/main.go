@@ -66,7 +66,7 @@ var rowNames = []string{
 	rowBaton2NoDedupe, rowBaton2, rowBaton2NoRecords, rowBaton2MTLS, rowBaton2MCP,
 	rowBaton2RedisNoDedupe, rowBaton2Redis, rowBaton2RedisNoRecords,
 	rowBaton2RedisBoth, rowBaton2RedisBothNoRecords,
-	rowNginx,
+	rowNginx, rowHAProxy,
 }
 
 const (
@@ -85,6 +85,7 @@ const (
 	rowBaton2RedisBoth          = "baton-2hop-redis-both"
 	rowBaton2RedisBothNoRecords = "baton-2hop-redis-both-norecords"
 	rowNginx                    = "nginx"
+	rowHAProxy                  = "haproxy"
 )
 
 // options are the command-line settings of one run.

@@ -36,6 +36,9 @@ func (h *harness) meta(ctx context.Context) Meta {
 	if bin, err := exec.LookPath("nginx"); err == nil {
 		m.Nginx = nginxVersion(bin)
 	}
+	if bin, err := exec.LookPath("haproxy"); err == nil {
+		m.HAProxy = haproxyVersion(bin)
+	}
 	// Read-only: the commit the Baton rows were built from.
 	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))

@@ -45,6 +45,7 @@ type Meta struct {
 	GoVersion  string `json:"go_version"`
 	Wrk        string `json:"wrk,omitempty"`
 	Nginx      string `json:"nginx,omitempty"`
+	HAProxy    string `json:"haproxy,omitempty"`
 	Threads    int    `json:"wrk_threads"`
 	Conns      int    `json:"wrk_connections"`
 	DurationS  int    `json:"duration_s"`
@@ -122,6 +123,7 @@ type Summary struct {
 	Target              float64  `json:"baton_1hop_cpu_over_floor_target"`
 	Baton2OverTwoFloor  *float64 `json:"baton_2hop_cpu_over_2x_floor,omitempty"`
 	NginxOverFloor      *float64 `json:"nginx_cpu_over_floor,omitempty"`
+	HAProxyOverFloor    *float64 `json:"haproxy_cpu_over_floor,omitempty"`
 
 	// Dedupe compares baton-2hop with Baton B's dedupe window on and off,
 	// with the memory store and with Redis.
@@ -300,6 +302,7 @@ func (res *results) deriveRound(round int) Summary {
 	s.Baton1CoreOverFloor = ratio(rowBaton1Core, floor)
 	s.Baton2OverTwoFloor = ratio(rowBaton2, 2*floor)
 	s.NginxOverFloor = ratio(rowNginx, floor)
+	s.HAProxyOverFloor = ratio(rowHAProxy, floor)
 	return s
 }
 
@@ -320,7 +323,7 @@ func (res *results) onOff(round int, on, off string) *OnOff {
 // ratios and pairs point at the summary's ratios in a fixed order, so that
 // medianOf can take them one by one over the rounds.
 func (s *Summary) ratios() []**float64 {
-	return []**float64{&s.Baton1OverFloor, &s.Baton1CoreOverFloor, &s.Baton2OverTwoFloor, &s.NginxOverFloor}
+	return []**float64{&s.Baton1OverFloor, &s.Baton1CoreOverFloor, &s.Baton2OverTwoFloor, &s.NginxOverFloor, &s.HAProxyOverFloor}
 }
 
 func (s *Summary) pairs() []**OnOff {

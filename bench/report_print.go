@@ -100,6 +100,9 @@ func (m Meta) lines() []string {
 	if m.Nginx != "" {
 		mach += ", " + m.Nginx
 	}
+	if m.HAProxy != "" {
+		mach += ", " + m.HAProxy
+	}
 	if m.GOGC != "" {
 		mach += ", GOGC=" + m.GOGC
 	}
@@ -203,6 +206,10 @@ func (res *results) findings() []string {
 	if s.NginxOverFloor != nil {
 		v := res.ratio(*s.NginxOverFloor, func(x *Summary) *float64 { return x.NginxOverFloor })
 		out = append(out, fmt.Sprintf("nginx CPU/req ÷ go-floor CPU/req = %s", v))
+	}
+	if s.HAProxyOverFloor != nil {
+		v := res.ratio(*s.HAProxyOverFloor, func(x *Summary) *float64 { return x.HAProxyOverFloor })
+		out = append(out, fmt.Sprintf("haproxy CPU/req ÷ go-floor CPU/req = %s", v))
 	}
 	if c := s.MTLS; c != nil {
 		l := fmt.Sprintf("mutual TLS on ÷ off throughput (baton-2hop-mtls ÷ baton-2hop) = %.2f", c.RPS)

@@ -109,6 +109,7 @@ func (h *harness) runAll(ctx context.Context) (*results, error) {
 		rowBaton1:     h.setupBaton1,
 		rowBaton1Core: h.setupBaton1Core,
 		rowNginx:      h.setupNginx,
+		rowHAProxy:    h.setupHAProxy,
 	}
 	for name, v := range twoHops {
 		v.row = name
