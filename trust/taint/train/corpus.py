@@ -39,6 +39,7 @@ import sys
 import yaml
 
 from benign import local_benign
+from indirect import indirect, insert
 from tasks import human_emails, llmguard_docs, selfinstruct_tasks
 
 # Pinned commits of the source repositories.
@@ -51,6 +52,13 @@ REPOS = {
     "OWASP/www-project-top-10-for-large-language-model-applications": "020595761a4b7b0c3f9cf01a0457b78f9f1e7f9c",
     "yizhongw/self-instruct": "0b26ccaa415992100fa32df62d41b994cf928e23",
     "protectai/llm-guard": "53af270c69316ed82cb71ba7b19d11b55bda3151",
+    "microsoft/TaskTracker": "b4fabe25504dc1d3f7c6fdf5e50d4bb209a152b0",
+    "romanlutz/PyRIT": "b06c6bca8aff0cb115d281763c74faa60b10b172",
+    "greshake/llm-security": "87f4b7ffa568b7261a79b31573068d8113319212",
+    "NVIDIA/NeMo-Guardrails": "e7c23d117f04805fc0eb3e4a8fd35a5e3c5b105f",
+    "deadbits/vigil-llm": "f2b4c134d060bae81d29fad07003f3c657e63fc8",
+    "protectai/rebuff": "4d2fe064abf164e7381556d23e48e210080f8afa",
+    "Giskard-AI/giskard": "814a9dda633d0cc4e5adbec0adf373985cdd2389",
 }
 
 RNG = random.Random(20240611)
@@ -98,21 +106,6 @@ class Corpus:
         if attack:
             d["attack"] = attack
         self.docs.append(d)
-
-
-def insert(context, attack, where):
-    """Puts attack into context at the start, the middle (a line or sentence
-    boundary) or the end, as BIPIA does; returns the text and the span."""
-    if where == "start":
-        text = attack + "\n" + context
-        return text, (0, len(attack))
-    if where == "end":
-        text = context + "\n" + attack
-        return text, (len(context) + 1, len(text))
-    cuts = [m.end() for m in re.finditer(r"(\n|\. )", context)]
-    cut = cuts[len(cuts) // 2] if cuts else len(context) // 2
-    text = context[:cut] + attack + " " + context[cut:]
-    return text, (cut, cut + len(attack))
 
 
 def chunks(text, size=3000):
@@ -572,6 +565,10 @@ def main():
     cyberseceval(c, r["meta-llama/PurpleLlama"])
     agentdojo(c, r["sequrity-ai/agentdojo"], bipia_test_ctx)
     owasp(c, r["OWASP/www-project-top-10-for-large-language-model-applications"])
+    # Indirect-injection frames and their benign counterparts, last and with
+    # a generator of their own, so that the held-out documents stay the same.
+    si = selfinstruct_tasks(r["yizhongw/self-instruct"])
+    indirect(c, r, random.Random(20251128), contexts, sorted(set(goals)) + si + en)
     os.makedirs(a.out, exist_ok=True)
     for split in ("train", "eval"):
         with open(os.path.join(a.out, split + ".jsonl"), "w", encoding="utf-8") as f:
