@@ -24,8 +24,8 @@ func (a *acc) geminiObject(v []byte) {
 		case "candidates":
 			// Once a stream is under way, a chunk's candidates matter only
 			// when one finishes.
-			if a.call.Stream && !a.firstToken.IsZero() && !anyMember(v, "finishReason", "finish_reason") {
-				candidates = true
+			if !a.exact && a.call.Stream && !a.firstToken.IsZero() && !anyMember(v, "finishReason", "finish_reason") {
+				candidates = candidates || hasElement(v)
 				continue
 			}
 			candidates = a.geminiCandidates(v) || candidates
@@ -94,6 +94,16 @@ func (a *acc) geminiCandidates(v []byte) bool {
 			a.ended = a.call.Stream
 		}
 	}
+}
+
+// hasElement reports whether v is an array with an element.
+func hasElement(v []byte) bool {
+	arr, ok := arrayOf(v)
+	if !ok {
+		return false
+	}
+	_, ok = arr.next()
+	return ok
 }
 
 // geminiFinish normalises a finishReason as OpenTelemetry's Gemini
