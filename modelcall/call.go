@@ -76,7 +76,6 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	if gc.RequestModel != "" {
 		in.SpanName += " " + gc.RequestModel
 	}
-	c.requestAttributes()
 	resp, err := o.next.RoundTrip(r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
 	if err != nil {
 		c.failed(err)
@@ -295,7 +294,7 @@ func (mc *Calls) account(c *call, r genai.StreamResult, answered bool) {
 			costNano, rec.Priced, rec.CostUSD = cost, true, float64(cost)/1e9
 		}
 	}
-	c.responseAttributes(r, rec)
+	c.attributes(r, rec)
 	mc.m.record(c, rec, end.Sub(c.start))
 	if c.h == nil {
 		return
