@@ -14,7 +14,7 @@ func (a *acc) geminiObject(v []byte) {
 		return
 	}
 	candidates := false
-	var blocked []byte
+	var blocked, skipped []byte
 	for {
 		k, v, ok := o.next()
 		if !ok {
@@ -25,7 +25,12 @@ func (a *acc) geminiObject(v []byte) {
 			// Once a stream is under way, a chunk's candidates matter only
 			// when one finishes.
 			if !a.exact && a.call.Stream && !a.firstToken.IsZero() && !anyMember(v, "finishReason", "finish_reason") {
-				candidates = candidates || hasElement(v)
+				// Whether it has a candidate matters only for a blocked
+				// prompt: looked at only then.
+				if skipped != nil {
+					candidates = candidates || hasElement(skipped)
+				}
+				skipped = v
 				continue
 			}
 			candidates = a.geminiCandidates(v) || candidates
@@ -44,7 +49,7 @@ func (a *acc) geminiObject(v []byte) {
 			}
 		}
 	}
-	if !candidates && len(blocked) > 0 && string(blocked) != "BLOCKED_REASON_UNSPECIFIED" {
+	if !candidates && len(blocked) > 0 && string(blocked) != "BLOCKED_REASON_UNSPECIFIED" && !hasElement(skipped) {
 		a.r.ErrorType = "BLOCKED_" + string(blocked)
 	}
 }
