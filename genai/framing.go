@@ -49,6 +49,12 @@ func (s *Stream) sseFeed(p []byte) {
 		}
 		switch r.state {
 		case lineStart:
+			if !r.hasData {
+				if n := s.sseWhole(p[i:]); n > 0 {
+					i += n
+					continue
+				}
+			}
 			if c := p[i]; c == '\r' || c == '\n' {
 				r.cr = c == '\r'
 				i++
@@ -104,6 +110,40 @@ func (s *Stream) sseFeed(p []byte) {
 			r.cr, i, r.state = p[i+j] == '\r', i+j+1, lineStart
 		}
 	}
+}
+
+// sseWhole delivers an event of one data line that q holds whole, as most
+// are, from q itself, and returns the bytes it took; 0 when q does not start
+// with such an event, which is then read line by line.
+func (s *Stream) sseWhole(q []byte) int {
+	if len(q) < 8 || string(q[:5]) != "data:" {
+		return 0
+	}
+	v := 5
+	if q[v] == ' ' {
+		v++
+	}
+	n := lineEnd(q[v:])
+	if n <= 0 || n > MaxEventBytes {
+		return 0
+	}
+	end := v + n
+	switch rest := q[end:]; {
+	case len(rest) >= 2 && rest[0] == '\n' && rest[1] == '\n':
+		end += 2
+	case len(rest) >= 4 && string(rest[:4]) == "\r\n\r\n":
+		end += 4
+	default:
+		return 0
+	}
+	r := &s.sse
+	var name []byte
+	if r.nlen <= len(r.name) {
+		name = r.name[:r.nlen]
+	}
+	s.deliver(name, q[v:v+n])
+	r.nlen = 0
+	return end
 }
 
 // lineEnd returns the index of the first CR or LF in p, or -1.

@@ -15,7 +15,25 @@ func fuzzBodies() []string {
 	return []string{openAIChatJSON, openAIChatSSE, openAIChatSSENoUsage, azureChatSSE, openAIResponsesJSON, openAIResponsesSSE,
 		openAIResponsesIncomplete, openAIResponsesFailed, openAICompletionsJSON, openAIEmbeddingsJSON, openAIErrorJSON, azureErrorJSON,
 		anthropicJSON, anthropicSSE, anthropicSSEOverloaded, anthropicErrorJSON, geminiJSON, geminiSSE, geminiArray, geminiErrorJSON,
-		geminiBlockedJSON}
+		geminiBlockedJSON, openAIChatSSELong()}
+}
+
+// exactStream reads body whole, decoding every event: without the shapes
+// and byte scans that skip events.
+func exactStream(tc streamCase, body string) StreamResult {
+	var clock byteClock
+	s := NewStream(tc.call, 200, tc.contentType, "", clock.now)
+	s.acc.exact = true
+	clock.n.Add(int64(len(body)))
+	_, _ = s.Write([]byte(body))
+	_ = s.Close()
+	return s.Result()
+}
+
+// sameStreamResult reports whether two results are the same but for their
+// times, and have a first token alike.
+func sameStreamResult(a, b StreamResult) bool {
+	return reflect.DeepEqual(withoutTimes(a), withoutTimes(b)) && a.FirstTokenAt.IsZero() == b.FirstTokenAt.IsZero()
 }
 
 // checkUsage fails when a known usage breaks its own rules.
@@ -66,7 +84,8 @@ func FuzzParseResponse(f *testing.F) {
 	})
 }
 
-// FuzzStream checks that a stream reads the same however it is split.
+// FuzzStream checks that a stream reads the same however it is split, and
+// the same as when every event is decoded.
 func FuzzStream(f *testing.F) {
 	for i, b := range fuzzBodies() {
 		f.Add(uint8(i), true, uint16(17), uint16(300), []byte(b))
@@ -82,6 +101,9 @@ func FuzzStream(f *testing.F) {
 		}
 		whole := runStream(tc, 200, "", string(body), nil)
 		checkUsage(t, whole.Usage)
+		if exact := exactStream(tc, string(body)); !sameStreamResult(whole, exact) {
+			t.Fatalf("read %+v\nevery event decoded: %+v", whole, exact)
+		}
 		a, b := int(cut1)%(len(body)+1), int(cut2)%(len(body)+1)
 		lo, hi := min(a, b), max(a, b)
 		splits := [][]int{{lo, hi - lo}}
@@ -94,7 +116,7 @@ func FuzzStream(f *testing.F) {
 		}
 		for _, chunks := range splits {
 			got := runStream(tc, 200, "", string(body), chunks)
-			if !reflect.DeepEqual(withoutTimes(got), withoutTimes(whole)) || got.FirstTokenAt.IsZero() != whole.FirstTokenAt.IsZero() {
+			if !sameStreamResult(got, whole) {
 				t.Fatalf("split %v: %+v\nwhole: %+v", chunks[:min(len(chunks), 4)], got, whole)
 			}
 		}

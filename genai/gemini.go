@@ -14,7 +14,7 @@ func (a *acc) geminiObject(v []byte) {
 		return
 	}
 	candidates := false
-	var blocked []byte
+	var blocked, skipped []byte
 	for {
 		k, v, ok := o.next()
 		if !ok {
@@ -24,8 +24,13 @@ func (a *acc) geminiObject(v []byte) {
 		case "candidates":
 			// Once a stream is under way, a chunk's candidates matter only
 			// when one finishes.
-			if a.call.Stream && !a.firstToken.IsZero() && !anyMember(v, "finishReason", "finish_reason") {
-				candidates = true
+			if !a.exact && a.call.Stream && !a.firstToken.IsZero() && !anyMember(v, "finishReason", "finish_reason") {
+				// Whether it has a candidate matters only for a blocked
+				// prompt: looked at only then.
+				if skipped != nil {
+					candidates = candidates || hasElement(skipped)
+				}
+				skipped = v
 				continue
 			}
 			candidates = a.geminiCandidates(v) || candidates
@@ -44,7 +49,7 @@ func (a *acc) geminiObject(v []byte) {
 			}
 		}
 	}
-	if !candidates && len(blocked) > 0 && string(blocked) != "BLOCKED_REASON_UNSPECIFIED" {
+	if !candidates && len(blocked) > 0 && string(blocked) != "BLOCKED_REASON_UNSPECIFIED" && !hasElement(skipped) {
 		a.r.ErrorType = "BLOCKED_" + string(blocked)
 	}
 }
@@ -94,6 +99,16 @@ func (a *acc) geminiCandidates(v []byte) bool {
 			a.ended = a.call.Stream
 		}
 	}
+}
+
+// hasElement reports whether v is an array with an element.
+func hasElement(v []byte) bool {
+	arr, ok := arrayOf(v)
+	if !ok {
+		return false
+	}
+	_, ok = arr.next()
+	return ok
 }
 
 // geminiFinish normalises a finishReason as OpenTelemetry's Gemini

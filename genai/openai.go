@@ -113,16 +113,23 @@ func deltaHasToken(v []byte) bool {
 }
 
 // openAIChunk reads one Chat Completions or Completions stream event.
-// Most events are content deltas of a stream already under way, which can
-// carry nothing Baton still needs: those are recognised by a byte scan and
-// not decoded.
+// Most events are content deltas of a stream under way, which can carry
+// nothing Baton still needs once it knows the model, the id and the first
+// token: those are recognised by their shape or a byte scan and not
+// decoded.
 func (a *acc) openAIChunk(data []byte) {
-	if string(bytes.TrimSpace(data)) == "[DONE]" {
+	if (len(data) == 0 || data[0] != '{') && string(bytes.TrimSpace(data)) == "[DONE]" {
 		a.ended = true
 		return
 	}
-	if !a.firstToken.IsZero() && a.r.ResponseModel != "" && !anyMember(data, "finish_reason", "usage", "error") {
-		return
+	if !a.exact && !a.firstToken.IsZero() && a.r.ResponseModel != "" && a.r.ResponseID != "" {
+		if a.shape.match(data) {
+			return
+		}
+		if !anyMember(data, "finish_reason", "usage", "error") {
+			a.shape.learn(data)
+			return
+		}
 	}
 	a.openAIObject(data)
 }
@@ -131,7 +138,8 @@ func (a *acc) openAIChunk(data []byte) {
 // of keys and whose value is not null. It looks only at the colons: in
 // valid JSON, a quote inside a string is escaped, so a quoted key followed
 // by a colon is a member name wherever it appears. A false positive only
-// costs a full decoding.
+// costs a full decoding; a value is null only when the decoding would take
+// it for null, so that a false negative costs nothing.
 func anyMember(data []byte, keys ...string) bool {
 	for i := 0; ; {
 		j := bytes.IndexByte(data[i:], ':')
@@ -144,18 +152,27 @@ func anyMember(data []byte, keys ...string) bool {
 		for k > 0 && isSpace(data[k-1]) {
 			k--
 		}
-		if k < 2 || data[k-1] != '"' {
+		if k < 3 || data[k-1] != '"' {
 			continue
 		}
 		for _, key := range keys {
 			s := k - 1 - len(key)
-			if s >= 1 && data[s-1] == '"' && string(data[s:k-1]) == key {
-				if v := skipSpace(data, c+1); v < len(data) && data[v] != 'n' {
-					return true
-				}
+			if data[k-2] == key[len(key)-1] && s >= 1 && data[s-1] == '"' && string(data[s:k-1]) == key && !nullAt(data, c+1) {
+				return true
 			}
 		}
 	}
+}
+
+// nullAt reports whether the value after b[i] (and any space) is null, as
+// the decoding reads it.
+func nullAt(b []byte, i int) bool {
+	i = skipSpace(b, i)
+	if len(b)-i < 4 || string(b[i:i+4]) != "null" {
+		return false
+	}
+	i += 4
+	return i == len(b) || isSpace(b[i]) || b[i] == ',' || b[i] == '}' || b[i] == ']'
 }
 
 // responseObject reads a Responses API response object: the whole answer,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Price is what a model costs, in US dollars per million tokens. Cached
@@ -65,6 +67,21 @@ func (p Price) check() string {
 type Prices struct {
 	defaults  map[string]Price
 	overrides map[priceKey]Price
+
+	// memo holds Lookup's answers, as a call prices the same few models
+	// again and again; at most maxMemo of them, so that agents naming
+	// models at will cannot grow it.
+	memo  sync.Map // priceKey -> memoPrice
+	memos atomic.Int32
+}
+
+// maxMemo bounds the models a Prices remembers the price of.
+const maxMemo = 256
+
+// memoPrice is a remembered Lookup.
+type memoPrice struct {
+	p  Price
+	ok bool
 }
 
 // priceKey names a price: a model, for one dialect or (api 0) for all.
@@ -132,6 +149,21 @@ func normalModel(m string) string {
 // global deployments and OpenAI-compatible gateways passing the same
 // models on are taken to match.
 func (p *Prices) Lookup(api API, model string) (Price, bool) {
+	k := priceKey{api, model}
+	if v, ok := p.memo.Load(k); ok {
+		m := v.(memoPrice)
+		return m.p, m.ok
+	}
+	price, ok := p.lookup(api, model)
+	if p.memos.Load() < maxMemo {
+		p.memos.Add(1)
+		p.memo.Store(k, memoPrice{price, ok})
+	}
+	return price, ok
+}
+
+// lookup is Lookup, not remembered.
+func (p *Prices) lookup(api API, model string) (Price, bool) {
 	m := normalModel(model)
 	for m != "" {
 		if v, ok := p.overrides[priceKey{api, m}]; ok && api != 0 {

@@ -1,6 +1,7 @@
 package genai
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -166,5 +167,32 @@ func TestPricesCost(t *testing.T) {
 	r.ResponseModel = ""
 	if _, ok := p.Cost(azure, r); ok {
 		t.Error("a deployment was priced")
+	}
+}
+
+func TestLookupRemembers(t *testing.T) {
+	t.Parallel()
+	p, err := DefaultPrices().With(map[string]Price{"openai/my-model": {InputPerMTok: 1, OutputPerMTok: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second time from the memo
+		for _, tc := range []struct {
+			api   API
+			model string
+			ok    bool
+		}{{OpenAI, "my-model-2025", true}, {Anthropic, "my-model", false}, {OpenAI, "GPT-4o-2024-08-06", true}, {OpenAI, "no-such-model", false}} {
+			got, ok := p.Lookup(tc.api, tc.model)
+			want, wantOK := p.lookup(tc.api, tc.model)
+			if ok != tc.ok || ok != wantOK || got != want {
+				t.Errorf("Lookup(%v, %q) = %+v, %v; not remembered %+v, %v", tc.api, tc.model, got, ok, want, wantOK)
+			}
+		}
+	}
+	for i := range 2 * maxMemo {
+		p.Lookup(OpenAI, fmt.Sprint("model-", i))
+	}
+	if n := p.memos.Load(); n > maxMemo {
+		t.Errorf("%d prices remembered, at most %d", n, maxMemo)
 	}
 }

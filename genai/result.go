@@ -42,6 +42,11 @@ type acc struct {
 	anth      counts
 	anthDelta bool
 
+	// shape recognises the content events of a stream under way; exact
+	// turns it and the byte scans off, decoding every event (for tests).
+	shape shape
+	exact bool
+
 	firstChunk, firstToken time.Time
 	ended                  bool
 	events, oversized      int

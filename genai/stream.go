@@ -237,6 +237,16 @@ func (s *Stream) emit(name []byte, doc bool) {
 	s.ev.reset()
 }
 
+// deliver reads an SSE event whose data is whole in data, not in s.ev.
+func (s *Stream) deliver(name, data []byte) {
+	a := &s.acc
+	a.events++
+	if a.firstChunk.IsZero() {
+		a.firstChunk = a.now()
+	}
+	a.event(name, data)
+}
+
 // document reads a whole answer body, or one element of an array stream.
 func (a *acc) document(b []byte) {
 	switch a.call.Endpoint {

@@ -37,14 +37,23 @@ const (
 	attrSavedTokensOut = attribute.Key("baton.genai.saved.output_tokens")
 )
 
-// requestAttributes gives the span what the request says; the name and
-// gen_ai.operation.name are set on the request's Info, which the egress
-// span is annotated from when it ends.
-func (c *call) requestAttributes() {
+// attributes gives the span what the request and the answer said, in one
+// call once the answer is in: each call allocates and grows the span's
+// attributes. The span ends after the call is counted.
+func (c *call) attributes(r genai.StreamResult, rec record.ModelCall) {
 	if !c.span.IsRecording() {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs := make([]attribute.KeyValue, 0, 20)
+	attrs = c.requestAttributes(attrs)
+	attrs = responseAttributes(attrs, r, rec)
+	c.span.SetAttributes(attrs...)
+}
+
+// requestAttributes appends what the request says; the name and
+// gen_ai.operation.name are set on the request's Info, which the egress
+// span is annotated from when it ends.
+func (c *call) requestAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
 	attrs = append(attrs, attrProvider.String(c.c.Provider), attrAPI.String(c.dest))
 	if c.c.RequestModel != "" {
 		attrs = append(attrs, attrRequestModel.String(c.c.RequestModel))
@@ -61,17 +70,13 @@ func (c *call) requestAttributes() {
 	if c.c.HasTemperature {
 		attrs = append(attrs, attrTemperature.Float64(c.c.Temperature))
 	}
-	c.span.SetAttributes(attrs...)
+	return attrs
 }
 
-// responseAttributes gives the span what the answer said. A journal hit's
-// tokens are saved ones, not usage: a backend that sums
-// gen_ai.usage.* over spans counts only what was paid.
-func (c *call) responseAttributes(r genai.StreamResult, rec record.ModelCall) {
-	if !c.span.IsRecording() {
-		return
-	}
-	attrs := make([]attribute.KeyValue, 0, 12)
+// responseAttributes appends what the answer said. A journal hit's tokens
+// are saved ones, not usage: a backend that sums gen_ai.usage.* over spans
+// counts only what was paid.
+func responseAttributes(attrs []attribute.KeyValue, r genai.StreamResult, rec record.ModelCall) []attribute.KeyValue {
 	if r.ResponseModel != "" {
 		attrs = append(attrs, attrResponseModel.String(r.ResponseModel))
 	}
@@ -112,7 +117,7 @@ func (c *call) responseAttributes(r genai.StreamResult, rec record.ModelCall) {
 	if rec.Priced {
 		attrs = append(attrs, attrCost.Float64(rec.CostUSD))
 	}
-	c.span.SetAttributes(attrs...)
+	return attrs
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

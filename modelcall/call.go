@@ -84,7 +84,6 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	if gc.RequestModel != "" {
 		in.SpanName += " " + gc.RequestModel
 	}
-	c.requestAttributes()
 	ctx := context.WithValue(r.Context(), callKey{}, c)
 	if c.h != nil && c.h.Budget.Set() {
 		ctx, c.ride = middleware.WithRide(ctx)
@@ -344,7 +343,7 @@ func (mc *Calls) account(c *call, r genai.StreamResult, answered bool) {
 			costNano, rec.Priced, rec.CostUSD = cost, true, float64(cost)/1e9
 		}
 	}
-	c.responseAttributes(r, rec)
+	c.attributes(r, rec)
 	mc.m.record(c, rec, end.Sub(c.start))
 	if c.h == nil {
 		return
