@@ -105,6 +105,7 @@ type options struct {
 	repeat    int
 	keep      bool
 	sse       sseOptions // the -sse mode, when sse.streams > 0
+	startup   int        // the -startup mode: starts per store, when > 0
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -126,6 +127,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&rows, "rows", strings.Join(rowNames, ","), "comma-separated rows to run")
 	fs.IntVar(&o.repeat, "repeat", 1, "measure every row this many times, in rounds of all the rows, and report the median ratios")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, logs) and print its path")
+	fs.IntVar(&o.startup, "startup", 0, "instead of the rows: start Baton this many times per store and report exec to /readyz 200, and its idle RSS")
 	fs.IntVar(&o.sse.streams, "sse", 0, "instead of the rows: this many concurrent SSE streams through Baton, every event checked (see -sse-*)")
 	fs.IntVar(&o.sse.events, "sse-events", 20, "with -sse: events per stream")
 	fs.DurationVar(&o.sse.over, "sse-over", 10*time.Second, "with -sse: time from a stream's first event to its last")
@@ -174,6 +176,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			errs = append(errs, fmt.Errorf("-sse-hops: must be 0, 1 or 2, got %d", o.sse.hops))
 		}
 	}
+	if o.startup < 0 {
+		errs = append(errs, fmt.Errorf("-startup: must be >= 0, got %d", o.startup))
+	}
 	if o.repeat < 1 {
 		errs = append(errs, fmt.Errorf("-repeat: must be >= 1, got %d", o.repeat))
 	}
@@ -215,6 +220,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return nil
 		}
 		return err
+	}
+	if o.startup > 0 {
+		return runStartup(ctx, o, stdout, stderr)
 	}
 	if o.sse.streams > 0 {
 		self, err := os.Executable()

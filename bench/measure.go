@@ -13,6 +13,17 @@ import (
 // warmup, then CPU before and after the measured run, with RSS sampled
 // during it.
 func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
+	// A Baton trims its start-up pages and garbage 3s after it starts
+	// (cmd/baton/serve.go): what it holds idle is read after that.
+	for _, in := range ep.instances {
+		if wait := time.Until(in.started.Add(settleWait)); !in.started.IsZero() && wait > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+	}
 	groups := make([][]int, len(ep.instances))
 	for i, in := range ep.instances {
 		groups[i] = in.pids

@@ -52,7 +52,10 @@ type instance struct {
 	name  string
 	pids  []int
 	ready time.Duration // process start to /readyz 200; Baton only
-	role  string        // what a service is to the row, for the report
+	// started is when a Baton was started: its idle RSS is read once its
+	// settle trim is done (settleWait after this).
+	started time.Time
+	role    string // what a service is to the row, for the report
 }
 
 // bodyOr returns the endpoint's request body, or def when it has none of
@@ -261,7 +264,7 @@ func (h *harness) setupBaton1With(ctx context.Context, core bool) (*endpoint, fu
 		return nil, stop, err
 	}
 	return &endpoint{url: url, host: "bench-b", instances: []instance{
-		{name: "baton", pids: []int{c.pid()}, ready: ready},
+		{name: "baton", pids: []int{c.pid()}, ready: ready, started: c.started},
 	}}, stop, nil
 }
 
@@ -399,8 +402,8 @@ func (h *harness) startBaton2(ctx context.Context, bin string, specA, specB bato
 		}
 	}
 	return &endpoint{url: url, host: "bench-b", instances: []instance{
-		{name: "baton-a", pids: []int{ca.pid()}, ready: readyA},
-		{name: "baton-b", pids: []int{cb.pid()}, ready: readyB},
+		{name: "baton-a", pids: []int{ca.pid()}, ready: readyA, started: ca.started},
+		{name: "baton-b", pids: []int{cb.pid()}, ready: readyB, started: cb.started},
 	}}, stop, nil
 }
 

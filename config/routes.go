@@ -97,7 +97,7 @@ func (e External) Allowed() []string {
 	return out
 }
 
-var routeName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+var routeName = bounded{max: 63, re: regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)}
 
 func (c *Config) validateRoutes(bad badFunc) {
 	seen := map[string]bool{}

@@ -34,7 +34,7 @@ type TLS struct {
 // DefaultTLSReload is how often certificate files are checked by default.
 const DefaultTLSReload = 5 * time.Second
 
-var trustDomain = regexp.MustCompile(`^[a-z0-9._-]{1,255}$`)
+var trustDomain = bounded{max: 255, re: regexp.MustCompile(`^[a-z0-9._-]+$`)}
 
 func (c *Config) defaultTLS() {
 	t := c.TLS

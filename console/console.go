@@ -43,6 +43,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -90,39 +91,57 @@ type Options struct {
 // (sessions, CSRF tokens and flash messages are bound to it, so none
 // outlives the process) and the signed-in sessions.
 type Console struct {
-	o        Options
-	pages    map[string]*template.Template // by template file name
-	static   http.Handler
-	key      []byte
-	started  time.Time // the figures' window when the process start time is not exported
-	sessions *consoleSessions
-	cop      *http.CrossOriginProtection
+	o Options
+	// pages are the templates by file name, parsed on the first page
+	// served (templates): a Baton need not parse them before it is ready,
+	// and most never serve a page.
+	pagesOnce sync.Once
+	pages     map[string]*template.Template
+	static    http.Handler
+	key       []byte
+	started   time.Time // the figures' window when the process start time is not exported
+	sessions  *consoleSessions
+	cop       *http.CrossOriginProtection
 }
 
 // New returns the console.
 func New(o Options) *Console {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	c := &Console{o: o, pages: map[string]*template.Template{}, key: key, started: time.Now(),
+	c := &Console{o: o, key: key, started: time.Now(),
 		sessions: newConsoleSessions(), cop: http.NewCrossOriginProtection()}
-	files, err := fs.Glob(consoleFS, "web/templates/*.html")
-	if err != nil {
-		panic(err)
-	}
-	for _, f := range files {
-		name := path.Base(f)
-		if name == "layout.html" {
-			continue
-		}
-		c.pages[name] = template.Must(template.New(name).Funcs(consoleFuncs).
-			ParseFS(consoleFS, "web/templates/layout.html", f))
-	}
 	static, err := fs.Sub(consoleFS, "web/static")
 	if err != nil {
 		panic(err)
 	}
 	c.static = http.StripPrefix("/console/static/", http.FileServerFS(static))
 	return c
+}
+
+// templates returns the pages' templates, parsing them on first use.
+func (con *Console) templates() map[string]*template.Template {
+	con.pagesOnce.Do(func() { con.pages = parsePages() })
+	return con.pages
+}
+
+// parsePages parses every page's template with the layout. The templates
+// are embedded and TestPagesParse parses them all: it cannot fail in a
+// build whose tests pass.
+func parsePages() map[string]*template.Template {
+	files, err := fs.Glob(consoleFS, "web/templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	pages := map[string]*template.Template{}
+	for _, f := range files {
+		name := path.Base(f)
+		if name == "layout.html" {
+			continue
+		}
+		pages[name] = template.Must(template.New(name).Funcs(consoleFuncs).
+			ParseFS(consoleFS, "web/templates/layout.html", f))
+	}
+	return pages
 }
 
 // identity names who presents token (Options.Identity, or the admin token
@@ -217,7 +236,8 @@ type consoleView struct {
 // template that fails renders nothing of itself: the error page says so.
 func (con *Console) consoleRender(w http.ResponseWriter, r *http.Request, status int, name, nav string, page any) {
 	v := con.consoleViewFor(w, r, nav, page)
-	t, ok := con.pages[name]
+	pages := con.templates()
+	t, ok := pages[name]
 	var buf bytes.Buffer
 	if ok {
 		if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
@@ -229,7 +249,7 @@ func (con *Console) consoleRender(w http.ResponseWriter, r *http.Request, status
 		buf.Reset()
 		status = http.StatusInternalServerError
 		v.Page = consoleProblem{Title: "Internal error", Detail: "The page " + name + " could not be rendered; the log says why."}
-		if err := con.pages["error.html"].ExecuteTemplate(&buf, "layout", v); err != nil {
+		if err := pages["error.html"].ExecuteTemplate(&buf, "layout", v); err != nil {
 			http.Error(w, "console: internal error", http.StatusInternalServerError)
 			return
 		}

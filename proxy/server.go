@@ -22,7 +22,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonproxy/baton/config"
-	"github.com/batonproxy/baton/handoff"
 	"github.com/batonproxy/baton/handoff/record"
 	"github.com/batonproxy/baton/middleware"
 	"github.com/batonproxy/baton/state"
@@ -107,6 +106,7 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("proxy: Options needs Config, Store, TracerProvider, Propagator and Logger")
 	}
 	c := o.Config
+	checker := compileChecker()
 	sm, store, err := newServerMetrics(o)
 	if err != nil {
 		return nil, err
@@ -225,9 +225,9 @@ func New(o Options) (*Server, error) {
 		ErrorLog:     errLog,
 	}
 
-	checker, err := handoff.NewChecker()
-	if err != nil {
-		return nil, fmt.Errorf("proxy: envelope schema: %w", err)
+	checked := <-checker
+	if checked.err != nil {
+		return nil, fmt.Errorf("proxy: envelope schema: %w", checked.err)
 	}
 	contractOut, contractIn, err := contractPolicies(c)
 	if err != nil {
@@ -268,7 +268,7 @@ func New(o Options) (*Server, error) {
 		// still inline, before it may leave by reference.
 		tainted.Egress,
 		orPass(plug.ContextOut),
-		middleware.Contract(checker, contractOut, o.Logger),
+		middleware.Contract(checked.c, contractOut, o.Logger),
 	).Handler(egressProxy))
 
 	maxHops := func(from string) int {
@@ -293,7 +293,7 @@ func New(o Options) (*Server, error) {
 		s.tlsIdentity,
 		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: plug.MCPSessions, Log: o.Logger}),
 		orPass(plug.ContextIn),
-		middleware.Contract(checker, contractIn, o.Logger),
+		middleware.Contract(checked.c, contractIn, o.Logger),
 		tainted.Ingress,
 		middleware.Dedupe(o.Store, s.holder, dedupePolicies(c), o.Logger),
 		middleware.Handle(hs),
@@ -423,50 +423,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("proxy: shutdown: %w", err)
 	}
 	return nil
-}
-
-// contractPolicies resolves the envelope contract of every edge once, for
-// each direction; an edge without a block of its own gets the top-level one.
-func contractPolicies(c *config.Config) (out, in middleware.ContractPolicy, err error) {
-	build := func(k config.Contract, where string) (handoff.Policy, error) {
-		mode, err := handoff.ParseMode(k.Mode)
-		if err != nil {
-			return handoff.Policy{}, fmt.Errorf("config: %s: %w", where, err)
-		}
-		p := handoff.Policy{Mode: mode, Require: k.Require, MaxBytes: k.MaxBytes}
-		if k.MinCompleteness != nil {
-			p.MinCompleteness = *k.MinCompleteness
-		}
-		if err := p.Validate(); err != nil {
-			return p, fmt.Errorf("config: %s: %w", where, err)
-		}
-		return p, nil
-	}
-	outs, ins := map[string]handoff.Policy{}, map[string]handoff.Policy{}
-	for name := range c.Peers {
-		if outs[name], err = build(c.ContractOut(name), "contract for edge to "+name); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, e := range c.Edges {
-		if e.From != "" {
-			if ins[e.From], err = build(c.ContractIn(e.From), "contract for edge from "+e.From); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	fallback, err := build(c.ContractIn(""), "contract")
-	if err != nil {
-		return nil, nil, err
-	}
-	out = func(in *middleware.Info) handoff.Policy { return outs[in.To] }
-	in = func(i *middleware.Info) handoff.Policy {
-		if p, ok := ins[i.From]; ok {
-			return p
-		}
-		return fallback
-	}
-	return out, in, nil
 }
 
 // dedupePolicies resolves the dedupe window of every inbound edge once; a

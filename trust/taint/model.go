@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 )
 
 // The injection model: a logistic regression over hashed features
@@ -87,17 +89,25 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 	return b, nil
 }
 
-// defaultModel is the shipped model, parsed once; it is never modified.
-var defaultModel = func() *Model {
+// defaultModel is the shipped model, parsed on first use (the first Detect),
+// not at start: its megabyte of weights costs a process that starts (baton
+// serve, every command of the CLI) a millisecond it need not wait for. It
+// is never modified.
+var defaultModel = sync.OnceValue(func() *Model {
+	defaultParsed.Store(true)
 	m, err := ParseModel(weightsFile)
 	if err != nil {
 		panic(err)
 	}
 	return m
-}()
+})
+
+// defaultParsed reports whether the shipped model has been parsed (for the
+// test that start-up does not).
+var defaultParsed atomic.Bool
 
 // DefaultModel returns the shipped model. It must not be modified.
-func DefaultModel() *Model { return defaultModel }
+func DefaultModel() *Model { return defaultModel() }
 
 // bestWindow returns the highest window sum of contrib (every run of
 // m.Window consecutive tokens, or all of them when there are fewer) and
