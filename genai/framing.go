@@ -136,13 +136,8 @@ func (s *Stream) sseWhole(q []byte) int {
 	default:
 		return 0
 	}
-	r := &s.sse
-	var name []byte
-	if r.nlen <= len(r.name) {
-		name = r.name[:r.nlen]
-	}
-	s.deliver(name, q[v:v+n])
-	r.nlen = 0
+	s.deliver(s.sse.eventName(), q[v:v+n])
+	s.sse.nlen = 0
 	return end
 }
 
@@ -187,15 +182,19 @@ func (s *Stream) sseValue(v []byte) {
 	}
 }
 
+// eventName is the event's name, nil when it was too long to keep.
+func (r *sseReader) eventName() []byte {
+	if r.nlen <= len(r.name) {
+		return r.name[:r.nlen]
+	}
+	return nil
+}
+
 // sseDispatch ends an event at a blank line.
 func (s *Stream) sseDispatch() {
 	r := &s.sse
 	if r.hasData {
-		var name []byte
-		if r.nlen <= len(r.name) {
-			name = r.name[:r.nlen]
-		}
-		s.emit(name, false)
+		s.emit(r.eventName(), false)
 	}
 	r.hasData, r.nlen = false, 0
 }

@@ -213,10 +213,7 @@ func (s *Stream) emit(name []byte, doc bool) {
 	if len(s.ev.buf) == 0 && !s.ev.over {
 		return
 	}
-	a.events++
-	if a.firstChunk.IsZero() {
-		a.firstChunk = a.now()
-	}
+	a.counted()
 	switch {
 	case s.ev.over:
 		a.oversized++
@@ -239,12 +236,16 @@ func (s *Stream) emit(name []byte, doc bool) {
 
 // deliver reads an SSE event whose data is whole in data, not in s.ev.
 func (s *Stream) deliver(name, data []byte) {
-	a := &s.acc
+	s.acc.counted()
+	s.acc.event(name, data)
+}
+
+// counted counts an event and notes when the first came.
+func (a *acc) counted() {
 	a.events++
 	if a.firstChunk.IsZero() {
 		a.firstChunk = a.now()
 	}
-	a.event(name, data)
 }
 
 // document reads a whole answer body, or one element of an array stream.
