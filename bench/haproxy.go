@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // haproxyConf renders a minimal HTTP reverse-proxy haproxy.cfg: one thread,
@@ -66,39 +64,12 @@ func (h *harness) startHAProxy(ctx context.Context, bin, listen, upstream string
 	if err != nil {
 		return nil, nil, err
 	}
-	url := "http://" + listen + "/"
-	if _, err := poll(ctx, c, 5*time.Millisecond, 10*time.Second, "haproxy "+url, func() error {
-		st, err := getStatus(url)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errNotYet, err)
-		}
-		if st != http.StatusOK {
-			return fmt.Errorf("%w: status %d", errNotYet, st)
-		}
-		return nil
-	}); err != nil {
+	if err := awaitProxy(ctx, c, "haproxy", listen); err != nil {
 		return c, nil, err
 	}
 	return c, append([]int{c.pid()}, childrenOf(c.pid())...), nil
 }
 
 func (h *harness) setupHAProxy(ctx context.Context) (*endpoint, func(), error) {
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		return nil, nil, skipError{"haproxy not on PATH (Debian/Ubuntu: `apt-get install haproxy`)"}
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, nil, err
-	}
-	c, pids, err := h.startHAProxy(ctx, bin, addr, h.agentAddr)
-	stop := stopper(c)
-	if err != nil {
-		return nil, stop, err
-	}
-	url := "http://" + addr + "/bench"
-	if err := probe(url, "", h.body); err != nil {
-		return nil, stop, err
-	}
-	return &endpoint{url: url, instances: []instance{{name: "haproxy", pids: pids}}}, stop, nil
+	return h.setupCFloor(ctx, "haproxy", h.startHAProxy)
 }

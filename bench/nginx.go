@@ -88,17 +88,7 @@ func (h *harness) startNginx(ctx context.Context, bin, listen, upstream string) 
 	if err != nil {
 		return nil, nil, err
 	}
-	url := "http://" + listen + "/"
-	if _, err := poll(ctx, c, 5*time.Millisecond, 10*time.Second, "nginx "+url, func() error {
-		st, err := getStatus(url)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errNotYet, err)
-		}
-		if st != http.StatusOK {
-			return fmt.Errorf("%w: status %d", errNotYet, st)
-		}
-		return nil
-	}); err != nil {
+	if err := awaitProxy(ctx, c, "nginx", listen); err != nil {
 		if b, rerr := os.ReadFile(filepath.Join(prefix, "error.log")); rerr == nil && len(b) > 0 {
 			err = fmt.Errorf("%w; nginx error.log:\n%s", err, indent(strings.TrimSpace(string(b)), "    "))
 		}
@@ -107,4 +97,21 @@ func (h *harness) startNginx(ctx context.Context, bin, listen, upstream string) 
 	// The master forks its worker before it serves; the worker is there now.
 	pids := append([]int{c.pid()}, childrenOf(c.pid())...)
 	return c, pids, nil
+}
+
+// awaitProxy waits until a request through the proxy c listening at listen
+// reaches the agent.
+func awaitProxy(ctx context.Context, c *child, name, listen string) error {
+	url := "http://" + listen + "/"
+	_, err := poll(ctx, c, 5*time.Millisecond, 10*time.Second, name+" "+url, func() error {
+		st, err := getStatus(url)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errNotYet, err)
+		}
+		if st != http.StatusOK {
+			return fmt.Errorf("%w: status %d", errNotYet, st)
+		}
+		return nil
+	})
+	return err
 }

@@ -408,15 +408,22 @@ func (h *harness) startBaton2(ctx context.Context, bin string, specA, specB bato
 }
 
 func (h *harness) setupNginx(ctx context.Context) (*endpoint, func(), error) {
-	bin, err := exec.LookPath("nginx")
+	return h.setupCFloor(ctx, "nginx", h.startNginx)
+}
+
+// setupCFloor runs the C proxy of that name (its binary on PATH, the row
+// skipped without it), started by start, in front of the agent.
+func (h *harness) setupCFloor(ctx context.Context, name string,
+	start func(ctx context.Context, bin, listen, upstream string) (*child, []int, error)) (*endpoint, func(), error) {
+	bin, err := exec.LookPath(name)
 	if err != nil {
-		return nil, nil, skipError{"nginx not on PATH (Debian/Ubuntu: `apt-get install nginx`)"}
+		return nil, nil, skipError{name + " not on PATH (Debian/Ubuntu: `apt-get install " + name + "`)"}
 	}
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, pids, err := h.startNginx(ctx, bin, addr, h.agentAddr)
+	c, pids, err := start(ctx, bin, addr, h.agentAddr)
 	stop := stopper(c)
 	if err != nil {
 		return nil, stop, err
@@ -425,7 +432,7 @@ func (h *harness) setupNginx(ctx context.Context) (*endpoint, func(), error) {
 	if err := probe(url, "", h.body); err != nil {
 		return nil, stop, err
 	}
-	return &endpoint{url: url, instances: []instance{{name: "nginx", pids: pids}}}, stop, nil
+	return &endpoint{url: url, instances: []instance{{name: name, pids: pids}}}, stop, nil
 }
 
 func stopper(c *child) func() {
