@@ -41,19 +41,18 @@ func RideFrom(ctx context.Context) *Ride {
 	return r
 }
 
-// Put offers counts to the next write of the call. It reports false when
-// the Ride is closed or already holds counts: the caller writes them itself.
-func (r *Ride) Put(c state.Counts) bool {
+// Put offers counts to the next write of the call. Counts already put, or
+// a Ride closed, keep them out: the owner's Close then says whether a write
+// took any.
+func (r *Ride) Put(c state.Counts) {
 	if r == nil {
-		return false
+		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.put {
-		return false
+	if !r.closed && !r.put {
+		r.counts, r.put = c, true
 	}
-	r.counts, r.put = c, true
-	return true
 }
 
 // Take hands the counts to a write that carries them, which then reports

@@ -20,9 +20,8 @@ func TestRide(t *testing.T) {
 	if _, ok := r.Take(); ok {
 		t.Fatal("took counts nobody put")
 	}
-	if !r.Put(c) || r.Put(c) {
-		t.Fatal("Put: the first must be accepted, the second refused")
-	}
+	r.Put(c)
+	r.Put(state.Counts{Key: "second"})
 	got, ok := r.Take()
 	if !ok || got.Key != "k" {
 		t.Fatalf("Take = %+v, %v", got, ok)
@@ -43,17 +42,15 @@ func TestRide(t *testing.T) {
 		t.Fatalf("Close of counts nobody took = %v, %v", taken, err)
 	}
 	// Closed: a late Put is dropped, and nothing can be taken.
-	if r.Put(c) {
-		t.Fatal("Put after Close accepted")
-	}
+	_, r = WithRide(context.Background())
+	r.Close()
+	r.Put(c)
 	if _, ok := r.Take(); ok {
 		t.Fatal("took counts after Close")
 	}
 	// No ride in the context: nothing to put or take.
 	var none *Ride
-	if none.Put(c) {
-		t.Fatal("Put on no ride accepted")
-	}
+	none.Put(c)
 	if _, ok := none.Take(); ok {
 		t.Fatal("took from no ride")
 	}
