@@ -71,8 +71,9 @@ type Prices struct {
 	// memo holds Lookup's answers, as a call prices the same few models
 	// again and again; at most maxMemo of them, so that agents naming
 	// models at will cannot grow it.
-	memo  sync.Map // priceKey -> memoPrice
-	memos atomic.Int32
+	// Read without a lock, replaced whole under memoMu when it grows.
+	memo   atomic.Pointer[map[priceKey]memoPrice]
+	memoMu sync.Mutex
 }
 
 // maxMemo bounds the models a Prices remembers the price of.
@@ -150,16 +151,34 @@ func normalModel(m string) string {
 // models on are taken to match.
 func (p *Prices) Lookup(api API, model string) (Price, bool) {
 	k := priceKey{api, model}
-	if v, ok := p.memo.Load(k); ok {
-		m := v.(memoPrice)
-		return m.p, m.ok
+	if m := p.memo.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v.p, v.ok
+		}
 	}
 	price, ok := p.lookup(api, model)
-	if p.memos.Load() < maxMemo {
-		p.memos.Add(1)
-		p.memo.Store(k, memoPrice{price, ok})
-	}
+	p.remember(k, memoPrice{price, ok})
 	return price, ok
+}
+
+// remember adds a Lookup's answer to the memo, a new map in place of the
+// old, unless the memo is full.
+func (p *Prices) remember(k priceKey, v memoPrice) {
+	p.memoMu.Lock()
+	defer p.memoMu.Unlock()
+	var old map[priceKey]memoPrice
+	if m := p.memo.Load(); m != nil {
+		old = *m
+	}
+	if _, ok := old[k]; ok || len(old) >= maxMemo {
+		return
+	}
+	next := make(map[priceKey]memoPrice, len(old)+1)
+	for key, val := range old {
+		next[key] = val
+	}
+	next[k] = v
+	p.memo.Store(&next)
 }
 
 // lookup is Lookup, not remembered.

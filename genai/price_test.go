@@ -192,7 +192,7 @@ func TestLookupRemembers(t *testing.T) {
 	for i := range 2 * maxMemo {
 		p.Lookup(OpenAI, fmt.Sprint("model-", i))
 	}
-	if n := p.memos.Load(); n > maxMemo {
-		t.Errorf("%d prices remembered, at most %d", n, maxMemo)
+	if n := len(*p.memo.Load()); n != maxMemo {
+		t.Errorf("%d prices remembered, want the bound, %d", n, maxMemo)
 	}
 }

@@ -89,6 +89,12 @@ func contentCoding(v string) int {
 
 // isEventStream reports whether a Content-Type is text/event-stream.
 func isEventStream(contentType string) bool {
+	switch contentType {
+	case "text/event-stream":
+		return true
+	case "application/json":
+		return false
+	}
 	mt, _, _ := strings.Cut(contentType, ";")
 	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }

@@ -70,10 +70,18 @@ const (
 // FirstChunkAt and FirstTokenAt, time.Now when nil; for a compressed answer
 // it is called from the goroutine that inflates it.
 func NewStream(c Call, status int, contentType, contentEncoding string, now func() time.Time) *Stream {
+	s := new(Stream)
+	s.Init(c, status, contentType, contentEncoding, now)
+	return s
+}
+
+// Init makes a zero s what NewStream returns, so that a Stream can live
+// inside what owns it. A Stream is inited once.
+func (s *Stream) Init(c Call, status int, contentType, contentEncoding string, now func() time.Time) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Stream{acc: acc{call: c, now: now}, status: status}
+	s.acc, s.status = acc{call: c, now: now}, status
 	if isEventStream(contentType) {
 		s.framing = frameSSE
 	}
@@ -86,7 +94,15 @@ func NewStream(c Call, status int, contentType, contentEncoding string, now func
 	default:
 		s.framing = frameNone
 	}
-	return s
+}
+
+// Expect tells s the answer's length, when its head gave one
+// (Content-Length): an answer that is not an event stream is kept in one
+// buffer of that size rather than grown as it comes.
+func (s *Stream) Expect(n int64) {
+	if s.framing == frameUnknown && s.pw == nil && n > 0 && n <= MaxEventBytes && cap(s.ev.buf) == 0 {
+		s.ev.buf = make([]byte, 0, n)
+	}
 }
 
 // Write reads p. It never fails: what Baton cannot read, it skips.

@@ -378,3 +378,45 @@ func TestStreamSSEFields(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamExpect: an answer's length, told or mistold, changes nothing
+// read of it, however it is split; told rightly, a whole document is kept
+// in one buffer.
+func TestStreamExpect(t *testing.T) {
+	cases := append(streamCases(), streamCase{name: "openai chat whole", call: chatCall, contentType: jsonType, body: openAIChatJSON,
+		want: StreamResult{Result: ParseResponse(chatCall, 200, jsonType, "", []byte(openAIChatJSON)), Ended: true, Events: 1}})
+	for _, tc := range cases {
+		for _, n := range []int{len(tc.body), len(tc.body) / 2, 2 * len(tc.body), 1} {
+			for _, chunk := range []int{7, 100, len(tc.body)} {
+				s := NewStream(tc.call, 200, tc.contentType, "", nil)
+				s.Expect(int64(n))
+				for b := tc.body; len(b) > 0; {
+					k := min(chunk, len(b))
+					_, _ = s.Write([]byte(b[:k]))
+					b = b[k:]
+				}
+				_ = s.Close()
+				if got := withoutTimes(s.Result()); !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("%s, told %d bytes, in chunks of %d: Result =\n%+v\nwant\n%+v", tc.name, n, chunk, got, tc.want)
+				}
+			}
+		}
+	}
+	body := []byte(openAIChatJSON)
+	allocs := func(expect bool) float64 {
+		return testing.AllocsPerRun(50, func() {
+			var s Stream
+			s.Init(chatCall, 200, jsonType, "", nil)
+			if expect {
+				s.Expect(int64(len(body)))
+			}
+			for b := body; len(b) > 0; b = b[min(256, len(b)):] {
+				_, _ = s.Write(b[:min(256, len(b))])
+			}
+			_ = s.Close()
+		})
+	}
+	if told, untold := allocs(true), allocs(false); told >= untold {
+		t.Errorf("a %d-byte answer read in 256-byte pieces: %v allocations told its length, %v untold; want fewer told", len(body), told, untold)
+	}
+}

@@ -166,10 +166,15 @@ type Info struct {
 	ChainBudget  ChainBudget
 	BudgetNote   string
 	budgetHeader string
-	// SpanName and Operation, when set, name the egress span and its
-	// gen_ai.operation.name instead of the defaults: a model call's are
-	// "chat gpt-4o" and "chat" (package modelcall sets them).
-	SpanName, Operation string
+	// Operation and Model, when set, name the egress span ("chat gpt-4o")
+	// and its gen_ai.operation.name ("chat") instead of the defaults: a
+	// model call's (package modelcall sets them). The name is made only for
+	// a span that records.
+	Operation, Model string
+	// Understood is what the package that understood the request keeps of
+	// it for the transports after its own (modelcall's call), so that none
+	// of them needs a context of its own.
+	Understood any
 	// Err is the transport error, if any, for the access log.
 	Err error
 

@@ -163,8 +163,10 @@ func annotate(span trace.Span, in *Info, method string, kind trace.SpanKind) {
 
 func spanName(in *Info, method string) string {
 	switch {
-	case in.SpanName != "":
-		return in.SpanName
+	case in.Operation != "" && in.Model != "":
+		return in.Operation + " " + in.Model
+	case in.Operation != "":
+		return in.Operation
 	case in.Side == Ingress:
 		return "invoke_agent " + in.Agent
 	case in.Handoff() && in.To != "":

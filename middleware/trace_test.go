@@ -230,7 +230,7 @@ func TestTraceSpan(t *testing.T) {
 			name: "egress model call", side: Egress, agent: "analyst", status: 200,
 			fill: func(in *Info) {
 				in.From, in.External, in.Route = "analyst", "api.openai.com:443", "openai"
-				in.SpanName, in.Operation = "chat gpt-4.1-mini", "chat"
+				in.Operation, in.Model = "chat", "gpt-4.1-mini"
 			},
 			wantName: "chat gpt-4.1-mini", wantKind: trace.SpanKindClient,
 			wantAttrs: map[attribute.Key]attribute.Value{

@@ -33,7 +33,7 @@ type call struct {
 	live    bool
 	refused string
 
-	stream  *genai.Stream
+	stream  genai.Stream // inited with the answer's head
 	status  int
 	journal bool
 	once    sync.Once
@@ -46,11 +46,13 @@ type call struct {
 	ended   atomic.Bool
 }
 
-type callKey struct{}
-
-func callFrom(ctx context.Context) *call {
-	c, _ := ctx.Value(callKey{}).(*call)
-	return c
+// callOf returns the model call r is, nil when it is none.
+func callOf(r *http.Request) *call {
+	if in := middleware.InfoFromContext(r.Context()); in != nil {
+		c, _ := in.Understood.(*call)
+		return c
+	}
+	return nil
 }
 
 // observe understands model calls: it reads a call's request, and its
@@ -79,16 +81,14 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	c := &call{mc: o.mc, in: in, h: in.Handling, c: gc, dest: dest, start: o.mc.now(),
 		span: trace.SpanFromContext(r.Context())}
-	in.Operation = gc.Operation
-	in.SpanName = gc.Operation
-	if gc.RequestModel != "" {
-		in.SpanName += " " + gc.RequestModel
-	}
-	ctx := context.WithValue(r.Context(), callKey{}, c)
+	in.Operation, in.Model = gc.Operation, gc.RequestModel
+	in.Understood = c
 	if c.h != nil && c.h.Budget.Set() {
-		ctx, c.ride = middleware.WithRide(ctx)
+		var ctx context.Context
+		ctx, c.ride = middleware.WithRide(r.Context())
+		r = r.WithContext(ctx)
 	}
-	resp, err := o.next.RoundTrip(r.WithContext(ctx))
+	resp, err := o.next.RoundTrip(r)
 	if err != nil {
 		c.failed(err)
 		return nil, err
@@ -96,7 +96,7 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.status = resp.StatusCode
 	c.journal = resp.Header.Get(middleware.HeaderJournalReplayed) == "true"
 	if !c.metered {
-		c.stream = c.newStream(resp)
+		c.initStream(resp)
 	}
 	if resp.Body == nil || resp.Body == http.NoBody || r.Method == http.MethodHead {
 		c.finish(true)
@@ -161,7 +161,7 @@ type guard struct {
 }
 
 func (g guard) RoundTrip(r *http.Request) (*http.Response, error) {
-	c := callFrom(r.Context())
+	c := callOf(r)
 	if c == nil {
 		return g.next.RoundTrip(r)
 	}
@@ -177,13 +177,15 @@ func (g guard) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || c.ride == nil || resp.Body == nil || resp.Body == http.NoBody || r.Method == http.MethodHead {
 		return resp, err
 	}
-	c.stream, c.metered = c.newStream(resp), true
+	c.initStream(resp)
+	c.metered = true
 	resp.Body = &meter{ReadCloser: resp.Body, c: c}
 	return resp, nil
 }
 
-func (c *call) newStream(resp *http.Response) *genai.Stream {
-	return genai.NewStream(c.c, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), c.mc.now)
+func (c *call) initStream(resp *http.Response) {
+	c.stream.Init(c.c, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), c.mc.now)
+	c.stream.Expect(resp.ContentLength)
 }
 
 // meter reads a live call's answer for its stream as it comes from the
