@@ -15,6 +15,7 @@ func (a *acc) anthropicMessage(v []byte, whole bool) {
 	for {
 		k, v, ok := o.next()
 		if !ok {
+			a.end = o.end()
 			break
 		}
 		switch string(k) {

@@ -18,6 +18,7 @@ func (a *acc) geminiObject(v []byte) {
 	for {
 		k, v, ok := o.next()
 		if !ok {
+			a.end = o.end()
 			break
 		}
 		switch string(k) {

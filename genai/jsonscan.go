@@ -104,10 +104,20 @@ func compositeEnd(b []byte, i int) int {
 
 // object iterates the members of a JSON object.
 type object struct {
-	b     []byte
-	i     int
-	first bool
-	bad   bool // the object is malformed or cut short
+	b      []byte
+	i      int
+	first  bool
+	bad    bool // the object is malformed or cut short
+	closed bool // next found its closing brace, at b[i]
+}
+
+// end returns the index just past the object once next has found its
+// closing brace, -1 before or when it is malformed.
+func (o *object) end() int {
+	if !o.closed || o.bad {
+		return -1
+	}
+	return o.i + 1
 }
 
 // objectOf starts iterating v, which must be an object; ok is false when it
@@ -131,6 +141,7 @@ func (o *object) next() (key, val []byte, ok bool) {
 		return nil, nil, false
 	}
 	if b[i] == '}' {
+		o.i, o.closed = i, true
 		return nil, nil, false
 	}
 	if !o.first {
@@ -168,10 +179,20 @@ func (o *object) next() (key, val []byte, ok bool) {
 
 // array iterates the elements of a JSON array.
 type array struct {
-	b     []byte
-	i     int
-	first bool
-	bad   bool
+	b      []byte
+	i      int
+	first  bool
+	bad    bool
+	closed bool // next found its closing bracket, at b[i]
+}
+
+// end returns the index just past the array once next has found its
+// closing bracket, -1 before or when it is malformed.
+func (a *array) end() int {
+	if !a.closed || a.bad {
+		return -1
+	}
+	return a.i + 1
 }
 
 // arrayOf starts iterating v, which must be an array.
@@ -193,6 +214,7 @@ func (a *array) next() (val []byte, ok bool) {
 		return nil, false
 	}
 	if b[i] == ']' {
+		a.i, a.closed = i, true
 		return nil, false
 	}
 	if !a.first {

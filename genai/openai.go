@@ -18,6 +18,7 @@ func (a *acc) openAIObject(v []byte) {
 	for {
 		k, v, ok := o.next()
 		if !ok {
+			a.end = o.end()
 			return
 		}
 		switch string(k) {
@@ -187,6 +188,7 @@ func (a *acc) responseObject(v []byte, terminal bool) {
 	for {
 		k, v, ok := o.next()
 		if !ok {
+			a.end = o.end()
 			break
 		}
 		switch string(k) {

@@ -242,7 +242,14 @@ func (s *Stream) emit(name []byte, doc bool) {
 	case doc:
 		a.document(s.ev.buf)
 		if s.framing == frameDoc {
-			a.ended = wholeJSON(s.ev.buf)
+			// Read to its closing bracket, the document is whole when
+			// nothing but space follows; read otherwise, it is checked
+			// whole.
+			if a.end >= 0 {
+				a.ended = skipSpace(s.ev.buf, a.end) == len(s.ev.buf)
+			} else {
+				a.ended = wholeJSON(s.ev.buf)
+			}
 		}
 	default:
 		a.event(name, s.ev.buf)
@@ -266,6 +273,7 @@ func (a *acc) counted() {
 
 // document reads a whole answer body, or one element of an array stream.
 func (a *acc) document(b []byte) {
+	a.end = -1
 	switch a.call.Endpoint {
 	case ChatCompletions, Completions, Embeddings:
 		a.openAIObject(b)
@@ -282,6 +290,7 @@ func (a *acc) document(b []byte) {
 				}
 				a.geminiObject(v)
 			}
+			a.end = arr.end()
 			return
 		}
 		a.geminiObject(b)

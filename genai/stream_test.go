@@ -420,3 +420,28 @@ func TestStreamExpect(t *testing.T) {
 		t.Errorf("a %d-byte answer read in 256-byte pieces: %v allocations told its length, %v untold; want fewer told", len(body), told, untold)
 	}
 }
+
+// TestStreamDocumentEnded: an answer that is one document (not an event
+// stream nor an array of them) is whole exactly when wholeJSON says so:
+// cut anywhere, followed by space or by anything else, or malformed.
+func TestStreamDocumentEnded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		call Call
+		body string
+	}{{chatCall, openAIChatJSON}, {responsesCall, openAIResponsesJSON}, {messagesCall, anthropicJSON},
+		{geminiCall, geminiJSON}, {chatCall, `{"id":"x",}`}, {chatCall, `{"choices":[{"finish_reason":"stop"}}`}} {
+		for _, body := range []string{tc.body, tc.body + " \r\n", tc.body + `{"id":"y"}`, tc.body + "]", " " + tc.body} {
+			for i := 0; i <= len(body); i++ {
+				cut := body[:i]
+				s := NewStream(tc.call, 200, jsonType, "", nil)
+				_, _ = s.Write([]byte(cut))
+				_ = s.Close()
+				got, want := s.Result().Ended, wholeJSON([]byte(cut)) && skipSpace([]byte(cut), 0) < len(cut)
+				if got != want {
+					t.Fatalf("%q: Ended = %v, want %v", cut, got, want)
+				}
+			}
+		}
+	}
+}
