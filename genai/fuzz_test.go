@@ -120,6 +120,21 @@ func FuzzStream(f *testing.F) {
 				t.Fatalf("split %v: %+v\nwhole: %+v", chunks[:min(len(chunks), 4)], got, whole)
 			}
 		}
+		// Told its length (Expect), in one piece or split, it reads the same.
+		for _, chunks := range append(splits, nil) {
+			s := NewStream(tc.call, 200, tc.contentType, "", nil)
+			s.Expect(int64(len(body)))
+			rest := body
+			for _, n := range chunks {
+				_, _ = s.Write(rest[:n])
+				rest = rest[n:]
+			}
+			_, _ = s.Write(rest)
+			_ = s.Close()
+			if got := s.Result(); !sameStreamResult(got, whole) {
+				t.Fatalf("told its length, split %v: %+v\nuntold: %+v", chunks[:min(len(chunks), 4)], got, whole)
+			}
+		}
 	})
 }
 

@@ -50,6 +50,7 @@ type Stream struct {
 	ev      eventBuf
 	closed  bool
 	status  int
+	expect  int // the answer's length, when told (Expect)
 
 	// pw feeds the inflating goroutine of a compressed stream; done closes
 	// when it has read everything.
@@ -97,11 +98,12 @@ func (s *Stream) Init(c Call, status int, contentType, contentEncoding string, n
 }
 
 // Expect tells s the answer's length, when its head gave one
-// (Content-Length): an answer that is not an event stream is kept in one
-// buffer of that size rather than grown as it comes.
+// (Content-Length): an answer that is one document is kept in one buffer
+// of that size rather than grown as it comes, or, when it comes in one
+// piece, read where it is.
 func (s *Stream) Expect(n int64) {
-	if s.framing == frameUnknown && s.pw == nil && n > 0 && n <= MaxEventBytes && cap(s.ev.buf) == 0 {
-		s.ev.buf = make([]byte, 0, n)
+	if n > 0 && n <= MaxEventBytes {
+		s.expect = int(n)
 	}
 }
 

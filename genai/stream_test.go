@@ -403,21 +403,26 @@ func TestStreamExpect(t *testing.T) {
 		}
 	}
 	body := []byte(openAIChatJSON)
-	allocs := func(expect bool) float64 {
+	allocs := func(expect bool, piece int) float64 {
 		return testing.AllocsPerRun(50, func() {
 			var s Stream
 			s.Init(chatCall, 200, jsonType, "", nil)
 			if expect {
 				s.Expect(int64(len(body)))
 			}
-			for b := body; len(b) > 0; b = b[min(256, len(b)):] {
-				_, _ = s.Write(b[:min(256, len(b))])
+			for b := body; len(b) > 0; b = b[min(piece, len(b)):] {
+				_, _ = s.Write(b[:min(piece, len(b))])
 			}
 			_ = s.Close()
 		})
 	}
-	if told, untold := allocs(true), allocs(false); told >= untold {
-		t.Errorf("a %d-byte answer read in 256-byte pieces: %v allocations told its length, %v untold; want fewer told", len(body), told, untold)
+	for _, piece := range []int{256, len(body)} {
+		if told, untold := allocs(true, piece), allocs(false, piece); told >= untold {
+			t.Errorf("a %d-byte answer read in %d-byte pieces: %v allocations told its length, %v untold; want fewer told", len(body), piece, told, untold)
+		}
+	}
+	if inPieces, whole := allocs(true, 256), allocs(true, len(body)); whole >= inPieces {
+		t.Errorf("a %d-byte answer told its length: %v allocations read in one piece, %v in pieces; want fewer in one (read in place)", len(body), whole, inPieces)
 	}
 }
 
