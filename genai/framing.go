@@ -33,12 +33,16 @@ type sseReader struct {
 	field   [5]byte
 	flen    int // may exceed len(field): then it is no field Baton reads
 	name    [64]byte
-	nlen    int // may exceed len(name): then it is no event name Baton knows
+	nlen    int  // may exceed len(name): then it is no event name Baton knows
+	noCR    bool // the chunk being read holds no CR
 }
 
 // sseFeed parses a chunk of an SSE stream.
 func (s *Stream) sseFeed(p []byte) {
 	r := &s.sse
+	// A chunk with no CR (as most are) ends its lines at LF only: one scan
+	// of the chunk spares each line its own scan for a CR.
+	r.noCR = bytes.IndexByte(p, '\r') < 0
 	for i := 0; i < len(p); {
 		if r.cr {
 			r.cr = false
@@ -100,7 +104,7 @@ func (s *Stream) sseFeed(p []byte) {
 			}
 			r.state = inValue
 		case inValue:
-			j := lineEnd(p[i:])
+			j := r.lineEnd(p[i:])
 			if j < 0 {
 				s.sseValue(p[i:])
 				i = len(p)
@@ -123,7 +127,7 @@ func (s *Stream) sseWhole(q []byte) int {
 	if q[v] == ' ' {
 		v++
 	}
-	n := lineEnd(q[v:])
+	n := s.sse.lineEnd(q[v:])
 	if n <= 0 || n > MaxEventBytes {
 		return 0
 	}
@@ -141,15 +145,19 @@ func (s *Stream) sseWhole(q []byte) int {
 	return end
 }
 
-// lineEnd returns the index of the first CR or LF in p, or -1.
-func lineEnd(p []byte) int {
+// lineEnd returns the index of the first CR or LF in p, a piece of the
+// chunk being read, or -1.
+func (r *sseReader) lineEnd(p []byte) int {
 	n := bytes.IndexByte(p, '\n')
+	if r.noCR {
+		return n
+	}
 	q := p
 	if n >= 0 {
 		q = p[:n]
 	}
-	if r := bytes.IndexByte(q, '\r'); r >= 0 {
-		return r
+	if c := bytes.IndexByte(q, '\r'); c >= 0 {
+		return c
 	}
 	return n
 }

@@ -367,13 +367,18 @@ func TestStreamSSEFields(t *testing.T) {
 		{"last event cut mid-line", "data: {\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1}}", Usage{}, false},
 		{"field names are exact", "datum: {\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1}}\n\nDATA: [DONE]\n\ndata\n\n", Usage{}, false},
 		{"a data line without colon adds an empty line", "data\ndata: {\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1}}\n\n", Usage{Input: 2, Output: 1, Known: true}, false},
+		{"LF, then lone CR, then CRLF", "data: {\"id\":\"a\"}\n\ndata: {\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6}}\r\rdata: {\"id\":\"b\"}\r\n\r\ndata: [DONE]\n\n", Usage{Input: 5, Output: 6, Known: true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := runStream(streamCase{call: chatStreamCall, contentType: sseType}, 200, "", tt.body, nil)
-			if got.Usage != tt.want || got.Ended != tt.ended {
-				t.Errorf("Usage = %+v, Ended = %v; want %+v, %v", got.Usage, got.Ended, tt.want, tt.ended)
+			// Whole, and split at every byte: a chunk with a CR and one
+			// without read alike.
+			for i := 0; i <= len(tt.body); i++ {
+				got := runStream(streamCase{call: chatStreamCall, contentType: sseType}, 200, "", tt.body, []int{i})
+				if got.Usage != tt.want || got.Ended != tt.ended {
+					t.Fatalf("split at %d: Usage = %+v, Ended = %v; want %+v, %v", i, got.Usage, got.Ended, tt.want, tt.ended)
+				}
 			}
 		})
 	}
