@@ -6,16 +6,16 @@ package genai
 
 // anthropicMessage reads a Messages answer, or the "message" of a
 // message_start event. Only a whole answer's usage is final: a stream's
-// message_start carries a placeholder output count.
-func (a *acc) anthropicMessage(v []byte, whole bool) {
+// message_start carries a placeholder output count. It returns where the
+// object ends (object.end).
+func (a *acc) anthropicMessage(v []byte, whole bool) int {
 	o, ok := objectOf(v)
 	if !ok {
-		return
+		return -1
 	}
 	for {
 		k, v, ok := o.next()
 		if !ok {
-			a.end = o.end()
 			break
 		}
 		switch string(k) {
@@ -40,6 +40,7 @@ func (a *acc) anthropicMessage(v []byte, whole bool) {
 	if whole {
 		a.r.Usage = anthropicUsage(a.anth)
 	}
+	return o.end()
 }
 
 // anthropicEvent reads one Messages stream event, named by its SSE event

@@ -309,17 +309,18 @@ func (s *Stream) arrayFeed(p []byte) {
 // docFeed keeps a single JSON document, delivered when the stream closes;
 // one that comes whole in one piece, as Expect said, is read at once.
 func (s *Stream) docFeed(p []byte) {
-	switch {
-	case len(s.ev.buf) > 0 || s.ev.over || s.expect == 0:
-	case len(p) == s.expect:
-		// The whole answer in one piece, as its length said: read in
-		// place, and not kept.
-		s.ev.buf = p
-		s.emit(nil, true)
-		s.ev.buf = nil
-		return
-	case cap(s.ev.buf) == 0:
-		s.ev.buf = make([]byte, 0, s.expect)
+	if s.expect > 0 && len(s.ev.buf) == 0 && !s.ev.over { // the answer's first bytes
+		if len(p) == s.expect {
+			// The whole answer in one piece, as its length said: read in
+			// place, and not kept.
+			s.ev.buf = p
+			s.emit(nil, true)
+			s.ev.buf = nil
+			return
+		}
+		if cap(s.ev.buf) == 0 {
+			s.ev.buf = make([]byte, 0, s.expect)
+		}
 	}
 	s.ev.write(p)
 }

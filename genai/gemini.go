@@ -7,18 +7,18 @@ import (
 // Gemini's shape: the GenerateContentResponse, whole or one streamed chunk
 // (every chunk carries the usage so far; the last one's is final).
 
-// geminiObject reads a GenerateContentResponse.
-func (a *acc) geminiObject(v []byte) {
+// geminiObject reads a GenerateContentResponse, and returns where it ends
+// (object.end).
+func (a *acc) geminiObject(v []byte) int {
 	o, ok := objectOf(v)
 	if !ok {
-		return
+		return -1
 	}
 	candidates := false
 	var blocked, skipped []byte
 	for {
 		k, v, ok := o.next()
 		if !ok {
-			a.end = o.end()
 			break
 		}
 		switch string(k) {
@@ -53,6 +53,7 @@ func (a *acc) geminiObject(v []byte) {
 	if !candidates && len(blocked) > 0 && string(blocked) != "BLOCKED_REASON_UNSPECIFIED" && !hasElement(skipped) {
 		a.r.ErrorType = "BLOCKED_" + string(blocked)
 	}
+	return o.end()
 }
 
 // geminiCandidates reads each candidate's finishReason and, until the first

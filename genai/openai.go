@@ -9,17 +9,16 @@ import (
 // events.
 
 // openAIObject reads a Chat Completions, Completions or Embeddings answer,
-// or one chunk of a streamed one.
-func (a *acc) openAIObject(v []byte) {
+// or one chunk of a streamed one, and returns where it ends (object.end).
+func (a *acc) openAIObject(v []byte) int {
 	o, ok := objectOf(v)
 	if !ok {
-		return
+		return -1
 	}
 	for {
 		k, v, ok := o.next()
 		if !ok {
-			a.end = o.end()
-			return
+			return o.end()
 		}
 		switch string(k) {
 		case "id":
@@ -178,17 +177,17 @@ func nullAt(b []byte, i int) bool {
 
 // responseObject reads a Responses API response object: the whole answer,
 // or the "response" of a stream event. terminal is set for a finished
-// response, whose status gives its finish reason.
-func (a *acc) responseObject(v []byte, terminal bool) {
+// response, whose status gives its finish reason. It returns where the
+// object ends (object.end).
+func (a *acc) responseObject(v []byte, terminal bool) int {
 	o, ok := objectOf(v)
 	if !ok {
-		return
+		return -1
 	}
 	var status, reason []byte
 	for {
 		k, v, ok := o.next()
 		if !ok {
-			a.end = o.end()
 			break
 		}
 		switch string(k) {
@@ -213,6 +212,7 @@ func (a *acc) responseObject(v []byte, terminal bool) {
 	if terminal {
 		a.responseStatus(status, reason)
 	}
+	return o.end()
 }
 
 // responseStatus turns a finished response's status into a finish reason.

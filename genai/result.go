@@ -41,9 +41,6 @@ type acc struct {
 	// message_delta's over them.
 	anth      counts
 	anthDelta bool
-	// end is where the document last read ended: just past its closing
-	// bracket, -1 when it was not read to one.
-	end int
 
 	// shape recognises the content events of a stream under way; exact
 	// turns it and the byte scans off, decoding every event (for tests).

@@ -242,13 +242,13 @@ func (s *Stream) emit(name []byte, doc bool) {
 			a.ended = len(t) > 0 && (t[len(t)-1] == '}' || t[len(t)-1] == ']')
 		}
 	case doc:
-		a.document(s.ev.buf)
+		end := a.document(s.ev.buf)
 		if s.framing == frameDoc {
 			// Read to its closing bracket, the document is whole when
 			// nothing but space follows; read otherwise, it is checked
 			// whole.
-			if a.end >= 0 {
-				a.ended = skipSpace(s.ev.buf, a.end) == len(s.ev.buf)
+			if end >= 0 {
+				a.ended = skipSpace(s.ev.buf, end) == len(s.ev.buf)
 			} else {
 				a.ended = wholeJSON(s.ev.buf)
 			}
@@ -273,30 +273,31 @@ func (a *acc) counted() {
 	}
 }
 
-// document reads a whole answer body, or one element of an array stream.
-func (a *acc) document(b []byte) {
-	a.end = -1
+// document reads a whole answer body, or one element of an array stream,
+// and returns where it ends: just past its closing bracket, -1 when it was
+// not read to one.
+func (a *acc) document(b []byte) int {
 	switch a.call.Endpoint {
 	case ChatCompletions, Completions, Embeddings:
-		a.openAIObject(b)
+		return a.openAIObject(b)
 	case Responses:
-		a.responseObject(b, true)
+		return a.responseObject(b, true)
 	case Messages:
-		a.anthropicMessage(b, true)
+		return a.anthropicMessage(b, true)
 	case GenerateContent:
-		if arr, ok := arrayOf(b); ok {
-			for {
-				v, ok := arr.next()
-				if !ok {
-					break
-				}
-				a.geminiObject(v)
-			}
-			a.end = arr.end()
-			return
+		arr, ok := arrayOf(b)
+		if !ok {
+			return a.geminiObject(b)
 		}
-		a.geminiObject(b)
+		for {
+			v, ok := arr.next()
+			if !ok {
+				return arr.end()
+			}
+			a.geminiObject(v)
+		}
 	}
+	return -1
 }
 
 // event reads one SSE event.
