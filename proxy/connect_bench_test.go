@@ -11,9 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // BenchmarkHTTPSCall measures one external call from the agent, on kept-alive
@@ -97,22 +95,8 @@ func BenchmarkHTTPSCall(b *testing.B) {
 				}
 			}
 			call() // the connections up
-			b.ReportAllocs()
-			cpu0 := processCPU()
-			b.ResetTimer()
-			for range b.N {
-				call()
-			}
-			b.StopTimer()
-			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			measureCalls(b, call)
 			row.client.CloseIdleConnections()
 		})
 	}
-}
-
-// processCPU is the CPU time this process has used, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

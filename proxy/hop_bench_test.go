@@ -76,16 +76,11 @@ func runHops(b *testing.B, url, host string) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportAllocs()
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	for range b.N {
+	measureCalls(b, func() {
 		if err := call(); err != nil {
 			b.Fatal(err)
 		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	})
 }
 
 // hopCaller returns one request of the hop benchmarks: hopBody posted to

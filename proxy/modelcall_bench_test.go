@@ -102,14 +102,7 @@ func BenchmarkModelCall(b *testing.B) {
 						}
 					}
 					call()
-					b.ReportAllocs()
-					cpu0 := processCPU()
-					b.ResetTimer()
-					for range b.N {
-						call()
-					}
-					b.StopTimer()
-					b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+					measureCalls(b, call)
 				})
 			}
 			client.CloseIdleConnections()
