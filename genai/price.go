@@ -72,8 +72,11 @@ type Prices struct {
 	// again and again; at most maxMemo of them, so that agents naming
 	// models at will cannot grow it.
 	// Read without a lock, replaced whole under memoMu when it grows.
-	memo   atomic.Pointer[map[priceKey]memoPrice]
+	memo   atomic.Pointer[map[priceKey]*memoPrice]
 	memoMu sync.Mutex
+	// last is the memo's entry Lookup answered from last: a Baton's calls
+	// mostly name one model, found by comparing its name, without hashing.
+	last atomic.Pointer[memoPrice]
 }
 
 // maxMemo bounds the models a Prices remembers the price of.
@@ -81,6 +84,7 @@ const maxMemo = 256
 
 // memoPrice is a remembered Lookup.
 type memoPrice struct {
+	k  priceKey
 	p  Price
 	ok bool
 }
@@ -151,34 +155,39 @@ func normalModel(m string) string {
 // models on are taken to match.
 func (p *Prices) Lookup(api API, model string) (Price, bool) {
 	k := priceKey{api, model}
+	if v := p.last.Load(); v != nil && v.k == k {
+		return v.p, v.ok
+	}
 	if m := p.memo.Load(); m != nil {
 		if v, ok := (*m)[k]; ok {
+			p.last.Store(v)
 			return v.p, v.ok
 		}
 	}
 	price, ok := p.lookup(api, model)
-	p.remember(k, memoPrice{price, ok})
+	p.remember(&memoPrice{k, price, ok})
 	return price, ok
 }
 
 // remember adds a Lookup's answer to the memo, a new map in place of the
 // old, unless the memo is full.
-func (p *Prices) remember(k priceKey, v memoPrice) {
+func (p *Prices) remember(v *memoPrice) {
 	p.memoMu.Lock()
 	defer p.memoMu.Unlock()
-	var old map[priceKey]memoPrice
+	var old map[priceKey]*memoPrice
 	if m := p.memo.Load(); m != nil {
 		old = *m
 	}
-	if _, ok := old[k]; ok || len(old) >= maxMemo {
+	if _, ok := old[v.k]; ok || len(old) >= maxMemo {
 		return
 	}
-	next := make(map[priceKey]memoPrice, len(old)+1)
+	next := make(map[priceKey]*memoPrice, len(old)+1)
 	for key, val := range old {
 		next[key] = val
 	}
-	next[k] = v
+	next[v.k] = v
 	p.memo.Store(&next)
+	p.last.Store(v)
 }
 
 // lookup is Lookup, not remembered.

@@ -176,12 +176,13 @@ func TestLookupRemembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // the second time from the memo
+	for range 2 { // the second time from the memo; one after another from the last entry
 		for _, tc := range []struct {
 			api   API
 			model string
 			ok    bool
-		}{{OpenAI, "my-model-2025", true}, {Anthropic, "my-model", false}, {OpenAI, "GPT-4o-2024-08-06", true}, {OpenAI, "no-such-model", false}} {
+		}{{OpenAI, "my-model-2025", true}, {OpenAI, "my-model-2025", true}, {OpenAI, "my-model", true}, {Anthropic, "my-model", false},
+			{OpenAI, "GPT-4o-2024-08-06", true}, {OpenAI, "no-such-model", false}, {OpenAI, "no-such-model", false}, {OpenAI, "my-model", true}} {
 			got, ok := p.Lookup(tc.api, tc.model)
 			want, wantOK := p.lookup(tc.api, tc.model)
 			if ok != tc.ok || ok != wantOK || got != want {

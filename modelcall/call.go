@@ -123,10 +123,21 @@ func (mc *Calls) requestBody(r *http.Request, in *middleware.Info) ([]byte, erro
 	}
 	_ = r.Body.Close()
 	in.Body, in.Buffered = body, true
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.Body = newReplay(body)
+	r.GetBody = func() (io.ReadCloser, error) { return newReplay(body), nil }
 	return body, nil
 }
+
+// replay is a request body read whole, read again by the transports.
+type replay struct{ bytes.Reader }
+
+func newReplay(b []byte) *replay {
+	r := new(replay)
+	r.Reset(b)
+	return r
+}
+
+func (*replay) Close() error { return nil }
 
 // answer passes a model call's answer to the agent and reads it on the
 // way; at its end (or when the agent stops reading) the call is counted.
