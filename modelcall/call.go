@@ -64,7 +64,7 @@ type observe struct {
 
 func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	in := middleware.InfoFromContext(r.Context())
-	if in == nil || in.Handoff() || r.Method != http.MethodPost || r.Header.Get("Upgrade") != "" {
+	if in == nil || in.Handoff() || r.Method != http.MethodPost || len(r.Header["Upgrade"]) > 0 {
 		return o.next.RoundTrip(r)
 	}
 	api, dest := o.mc.apis.of(in)
@@ -94,7 +94,7 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	c.status = resp.StatusCode
-	c.journal = resp.Header.Get(middleware.HeaderJournalReplayed) == "true"
+	c.journal = header(resp.Header, middleware.HeaderJournalReplayed) == "true"
 	if !c.metered {
 		c.initStream(resp)
 	}
@@ -138,6 +138,15 @@ func newReplay(b []byte) *replay {
 }
 
 func (*replay) Close() error { return nil }
+
+// header is h.Get(key) for a key in canonical form, without canonicalizing
+// it again.
+func header(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // answer passes a model call's answer to the agent and reads it on the
 // way; at its end (or when the agent stops reading) the call is counted.
@@ -195,7 +204,7 @@ func (g guard) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (c *call) initStream(resp *http.Response) {
-	c.stream.Init(c.c, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), c.mc.now)
+	c.stream.Init(c.c, resp.StatusCode, header(resp.Header, "Content-Type"), header(resp.Header, "Content-Encoding"), c.mc.now)
 	c.stream.Expect(resp.ContentLength)
 }
 
