@@ -72,7 +72,8 @@ type Call struct {
 	// behind it; the answer's model tells).
 	RequestModel string
 	// Stream is whether the answer is streamed: the body's "stream": true,
-	// or Gemini's :streamGenerateContent.
+	// or Gemini's :streamGenerateContent; a Stream reading an answer of
+	// Server-Sent Events takes it as streamed whatever its Call said.
 	Stream bool
 	// MaxTokens is the output limit the request sets (max_tokens,
 	// max_completion_tokens, max_output_tokens, maxOutputTokens), 0 when
@@ -84,17 +85,26 @@ type Call struct {
 }
 
 // Detect reports whether a request is a model call in dialect api, and
-// what it asks for. path is the request's path, with or without a base path
-// in front (/openai/v1/chat/completions is a chat call); a query is
-// ignored. Only POST requests are calls; paths that are no model call (the
-// model list, files, batches, token counting) are not. body is read for the
-// model and a few settings, and may be anything: a call whose body is not
-// JSON is still a call, with what the path tells.
+// what it asks for: DetectPath, then ReadRequest of body.
+func Detect(api API, method, path string, body []byte) (Call, bool) {
+	c, ok := DetectPath(api, method, path)
+	if ok {
+		c.ReadRequest(body)
+	}
+	return c, ok
+}
+
+// DetectPath reports whether a request is a model call in dialect api by
+// its method and path, and what they tell of it. path is the request's
+// path, with or without a base path in front (/openai/v1/chat/completions
+// is a chat call); a query is ignored. Only POST requests are calls; paths
+// that are no model call (the model list, files, batches, token counting)
+// are not. The call's body, read by ReadRequest, may tell more.
 //
 // Besides its own paths, Anthropic and Gemini accept their OpenAI-compatible
 // endpoints (/v1/chat/completions, /v1beta/openai/chat/completions), which
 // read as OpenAI calls with the provider's name.
-func Detect(api API, method, path string, body []byte) (Call, bool) {
+func DetectPath(api API, method, path string) (Call, bool) {
 	if method != "POST" || api.Provider() == "" {
 		return Call{}, false
 	}
@@ -123,7 +133,6 @@ func Detect(api API, method, path string, body []byte) (Call, bool) {
 		return Call{}, false
 	}
 	c.Operation = c.Endpoint.operation()
-	readRequest(&c, body)
 	return c, true
 }
 
@@ -189,8 +198,11 @@ func azureDeployment(path string) (string, bool) {
 	return d, d != ""
 }
 
-// readRequest fills c from the request body's model and settings.
-func readRequest(c *Call, body []byte) {
+// ReadRequest fills c from the request body's model and settings: the
+// body's "model" over what the path said, "stream", the output limit and
+// the temperature. body may be anything: a body that is not JSON tells
+// nothing, and c keeps what the path told.
+func (c *Call) ReadRequest(body []byte) {
 	o, ok := objectOf(body)
 	if !ok {
 		return

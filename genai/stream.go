@@ -84,7 +84,7 @@ func (s *Stream) Init(c Call, status int, contentType, contentEncoding string, n
 	}
 	s.acc, s.status = acc{call: c, now: now}, status
 	if isEventStream(contentType) {
-		s.framing = frameSSE
+		s.sseFraming()
 	}
 	switch contentCoding(contentEncoding) {
 	case codingIdentity:
@@ -183,7 +183,7 @@ func (s *Stream) feed(p []byte) {
 		case '{':
 			s.framing = frameDoc
 		default:
-			s.framing = frameSSE
+			s.sseFraming()
 		}
 	}
 	switch s.framing {
@@ -194,6 +194,13 @@ func (s *Stream) feed(p []byte) {
 	case frameDoc:
 		s.docFeed(p)
 	}
+}
+
+// sseFraming reads the answer as Server-Sent Events: a stream, whether or
+// not the request was read to say so.
+func (s *Stream) sseFraming() {
+	s.framing = frameSSE
+	s.acc.call.Stream = true
 }
 
 // inflate decompresses a compressed answer into feed. After a corrupt

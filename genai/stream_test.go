@@ -455,3 +455,26 @@ func TestStreamDocumentEnded(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamRequestUnread reads each answer for a call known by its path
+// only (DetectPath, its body unread): an answer of Server-Sent Events is a
+// stream all the same, with the same result and first token as when the
+// request said "stream": true.
+func TestStreamRequestUnread(t *testing.T) {
+	t.Parallel()
+	for _, tc := range streamCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			want := runStream(tc, 200, "", tc.body, nil)
+			unread := tc
+			unread.call.RequestModel, unread.call.MaxTokens = "", 0
+			if unread.call.Endpoint != GenerateContent { // Gemini's path says it streams
+				unread.call.Stream = false
+			}
+			got := runStream(unread, 200, "", tc.body, nil)
+			if !reflect.DeepEqual(withoutTimes(got), withoutTimes(want)) || !got.FirstTokenAt.Equal(want.FirstTokenAt) {
+				t.Fatalf("request unread: Result =\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}

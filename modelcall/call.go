@@ -25,6 +25,11 @@ type call struct {
 	h     *middleware.Handling // nil: tied to no handling
 	c     genai.Call
 	dest  string
+	// body is the request's, read for what the path does not tell only
+	// when something asks (readRequest): a recording span, an answer that
+	// names no model or one without a price.
+	body    []byte
+	reqOnce sync.Once
 	start time.Time
 	span  trace.Span
 
@@ -71,17 +76,21 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	if api == 0 {
 		return o.next.RoundTrip(r)
 	}
+	gc, ok := genai.DetectPath(api, r.Method, r.URL.Path)
+	if !ok {
+		return o.next.RoundTrip(r)
+	}
 	body, err := o.mc.requestBody(r, in)
 	if err != nil {
 		return nil, err
 	}
-	gc, ok := genai.Detect(api, r.Method, r.URL.Path, body)
-	if !ok {
-		return o.next.RoundTrip(r)
-	}
-	c := &call{mc: o.mc, in: in, h: in.Handling, c: gc, dest: dest, start: o.mc.now(),
+	c := &call{mc: o.mc, in: in, h: in.Handling, c: gc, dest: dest, body: body, start: o.mc.now(),
 		span: trace.SpanFromContext(r.Context())}
-	in.Operation, in.Model = gc.Operation, gc.RequestModel
+	if c.span.IsRecording() {
+		// The span's name and attributes say what the request asked.
+		c.readRequest()
+	}
+	in.Operation, in.Model = c.c.Operation, c.c.RequestModel
 	in.Understood = c
 	if c.h != nil && c.h.Budget.Set() {
 		var ctx context.Context
@@ -106,7 +115,14 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// requestBody returns the call's whole body, read for its model, and
+// readRequest reads the call's request body for what its path did not tell
+// (its model, its settings), once. Nothing needs it on the way: an answer
+// of Server-Sent Events is read as a stream whatever the request said.
+func (c *call) readRequest() {
+	c.reqOnce.Do(func() { c.c.ReadRequest(c.body) })
+}
+
+// requestBody returns the call's whole body, kept for its model, and
 // leaves the request a replayable copy; a body that streams or is larger
 // than limits.max_body_bytes is not read (nil), and the call is known by
 // its path only.
@@ -343,6 +359,7 @@ func (mc *Calls) account(c *call, r genai.StreamResult, answered bool) {
 	end := mc.now()
 	model := r.ResponseModel
 	if model == "" {
+		c.readRequest()
 		model = c.c.RequestModel
 	}
 	rec := record.ModelCall{At: c.start, Ms: ms(end.Sub(c.start)), API: c.dest, Provider: c.c.Provider,
@@ -361,7 +378,7 @@ func (mc *Calls) account(c *call, r genai.StreamResult, answered bool) {
 			rec.UsageKnown = true
 			rec.InputTokens, rec.OutputTokens, rec.CachedTokens, rec.ReasoningTokens = u.Input, u.Output, u.CachedInput, u.Reasoning
 		}
-		if cost, ok := mc.prices.Cost(c.c, r.Result); ok {
+		if cost, ok := c.cost(r.Result); ok {
 			costNano, rec.Priced, rec.CostUSD = cost, true, float64(cost)/1e9
 		}
 	}
@@ -382,10 +399,22 @@ func (mc *Calls) spendOf(c *call, r genai.Result) (tokens, costNano int64) {
 	if u := r.Usage; u.Known {
 		tokens = u.Input + u.Output
 	}
-	if cost, ok := mc.prices.Cost(c.c, r); ok {
+	if cost, ok := c.cost(r); ok {
 		costNano = cost
 	}
 	return tokens, costNano
+}
+
+// cost is what the call cost in nano-dollars: priced by the model its
+// answer names, else by the model its request asked for.
+func (c *call) cost(r genai.Result) (int64, bool) {
+	if r.ResponseModel != "" {
+		if p, ok := c.mc.prices.Lookup(c.c.API, r.ResponseModel); ok {
+			return genai.Cost(p, r.Usage)
+		}
+	}
+	c.readRequest()
+	return c.mc.prices.Cost(c.c, r)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

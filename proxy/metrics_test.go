@@ -41,7 +41,7 @@ type meteredBaton struct {
 	logs  *syncBuffer
 }
 
-func startMetered(t *testing.T, yaml string) *meteredBaton {
+func startMetered(t *testing.T, yaml string, opts ...func(*proxy.Options)) *meteredBaton {
 	t.Helper()
 	c, err := config.Decode(strings.NewReader(yaml))
 	if err != nil {
@@ -65,12 +65,16 @@ func startMetered(t *testing.T, yaml string) *meteredBaton {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	logs := &syncBuffer{}
-	s, err := sidecar.New(proxy.Options{
+	o := proxy.Options{
 		Config: c, Store: store, TracerProvider: tp,
 		Propagator:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		MeterProvider: mp, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s, err := sidecar.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

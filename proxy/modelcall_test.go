@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/batonproxy/baton/handoff/record"
+	"github.com/batonproxy/baton/middleware"
+	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/records"
 )
 
@@ -396,57 +398,73 @@ func TestModelCallsBadAnswers(t *testing.T) {
 		status            int
 		known             bool
 		errType           string
+		model             string // recorded: the answer's, else the request's
 	}{
-		{"good", "application/json", `{"model":"m","choices":[{"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, 200, true, ""},
-		{"no usage", "application/json", `{"model":"m","choices":[{"finish_reason":"stop"}]}`, 200, false, ""},
-		{"negative usage", "application/json", `{"model":"m","usage":{"prompt_tokens":-5,"completion_tokens":2}}`, 200, false, ""},
-		{"fractional usage", "application/json", `{"model":"m","usage":{"prompt_tokens":5.5,"completion_tokens":2}}`, 200, false, ""},
-		{"garbage usage", "application/json", `{"model":"m","usage":"lots"}`, 200, false, ""},
-		{"not JSON", "application/json", `<html>502 Bad Gateway</html>`, 200, false, ""},
-		{"truncated stream", "text/event-stream", "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"model\":\"m\",\"choi", 200, false, ""},
-		{"error answer", "application/json", `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, 429, false, "rate_limit_exceeded"},
+		{"good", "application/json", `{"model":"m","choices":[{"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, 200, true, "", "m"},
+		// Priced by the model the request asked for, read only then.
+		{"an unpriced model", "application/json", `{"model":"zz-unpriced","choices":[{"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, 200, true, "", "zz-unpriced"},
+		{"no usage", "application/json", `{"model":"m","choices":[{"finish_reason":"stop"}]}`, 200, false, "", "m"},
+		{"negative usage", "application/json", `{"model":"m","usage":{"prompt_tokens":-5,"completion_tokens":2}}`, 200, false, "", "m"},
+		{"fractional usage", "application/json", `{"model":"m","usage":{"prompt_tokens":5.5,"completion_tokens":2}}`, 200, false, "", "m"},
+		{"garbage usage", "application/json", `{"model":"m","usage":"lots"}`, 200, false, "", "m"},
+		{"not JSON", "application/json", `<html>502 Bad Gateway</html>`, 200, false, "", "m"},
+		{"truncated stream", "text/event-stream", "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"model\":\"m\",\"choi", 200, false, "", "m"},
+		{"error answer", "application/json", `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, 429, false, "rate_limit_exceeded", "m"},
 	}
-	var next atomic.Int64
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		a := answers[next.Add(1)-1]
-		w.Header().Set("Content-Type", a.ctype)
-		w.WriteHeader(a.status)
-		io.WriteString(w, a.body)
-	}))
-	t.Cleanup(model.Close)
-	var got []string
-	var egress atomic.Pointer[string]
-	ag := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for range answers {
-			resp, err := http.Post("http://"+*egress.Load()+"/llm/v1/chat/completions", "application/json",
-				strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
-			if err != nil {
-				got = append(got, err.Error())
-				continue
+	// With spans that record, the request is read at once, for the span; on
+	// the shipped defaults (spans with ids only), only when the answer does
+	// not tell (its model, or its model's price).
+	for name, tracing := range map[string]func(*proxy.Options){
+		"trace=sdk": func(*proxy.Options) {},
+		"trace=ids": func(o *proxy.Options) { o.TracerProvider = &middleware.IDTracerProvider{} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var next atomic.Int64
+			model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				a := answers[next.Add(1)-1]
+				w.Header().Set("Content-Type", a.ctype)
+				w.WriteHeader(a.status)
+				io.WriteString(w, a.body)
+			}))
+			t.Cleanup(model.Close)
+			var got []string
+			var egress atomic.Pointer[string]
+			ag := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for range answers {
+					resp, err := http.Post("http://"+*egress.Load()+"/llm/v1/chat/completions", "application/json",
+						strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+					if err != nil {
+						got = append(got, err.Error())
+						continue
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					got = append(got, string(b))
+				}
+				io.WriteString(w, "ok")
+			}))
+			t.Cleanup(ag.Close)
+			b := startMetered(t, "agent: planner\nupstream: "+ag.URL+"\nexternal: {routes: [{name: llm, url: \""+model.URL+"/\", api: openai}]}\n"+
+				"models: {prices: {m: {input: 1, output: 2}}}\n", tracing)
+			e := b.EgressAddr()
+			egress.Store(&e)
+			tp, trace := newTraceparent(t)
+			if resp := sendTask(t, b, tp, "bad-1", ""); resp.StatusCode != http.StatusOK {
+				t.Fatalf("the task: %d", resp.StatusCode)
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			got = append(got, string(b))
-		}
-		io.WriteString(w, "ok")
-	}))
-	t.Cleanup(ag.Close)
-	b := startMetered(t, "agent: planner\nupstream: "+ag.URL+"\nexternal: {routes: [{name: llm, url: \""+model.URL+"/\", api: openai}]}\n")
-	e := b.EgressAddr()
-	egress.Store(&e)
-	tp, trace := newTraceparent(t)
-	if resp := sendTask(t, b, tp, "bad-1", ""); resp.StatusCode != http.StatusOK {
-		t.Fatalf("the task: %d", resp.StatusCode)
-	}
-	s := receipts(t, b, trace, 1)[0].Models
-	if s == nil || len(s.List) != len(answers) || s.UnknownUsage != len(answers)-1 || s.InputTokens != 5 || s.OutputTokens != 2 {
-		t.Fatalf("model summary %+v", s)
-	}
-	for i, a := range answers {
-		c := s.List[i]
-		if got[i] != a.body || c.UsageKnown != a.known || c.Error != a.errType || (!a.known && c.InputTokens+c.OutputTokens != 0) {
-			t.Errorf("%s: the agent got %q; recorded %+v", a.name, got[i], c)
-		}
+			s := receipts(t, b, trace, 1)[0].Models
+			if s == nil || len(s.List) != len(answers) || s.UnknownUsage != len(answers)-2 || s.InputTokens != 10 || s.OutputTokens != 4 {
+				t.Fatalf("model summary %+v", s)
+			}
+			for i, a := range answers {
+				c := s.List[i]
+				if got[i] != a.body || c.UsageKnown != a.known || c.Error != a.errType || (!a.known && c.InputTokens+c.OutputTokens != 0) ||
+					c.Model != a.model || c.Priced != a.known || (a.known && c.CostUSD != 9e-6) {
+					t.Errorf("%s: the agent got %q; recorded %+v", a.name, got[i], c)
+				}
+			}
+		})
 	}
 }
