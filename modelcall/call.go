@@ -25,30 +25,30 @@ type call struct {
 	h     *middleware.Handling // nil: tied to no handling
 	c     genai.Call
 	dest  string
-	// body is the request's, read for what the path does not tell only
-	// when something asks (readRequest): a recording span, an answer that
-	// names no model or one without a price.
-	body    []byte
-	reqOnce sync.Once
 	start time.Time
 	span  trace.Span
 
 	// Set by Guard, before the answer: the call went out, or was refused
 	// (why, for the record).
-	live    bool
 	refused string
 
-	stream  genai.Stream // inited with the answer's head
-	status  int
-	journal bool
-	once    sync.Once
+	stream genai.Stream // inited with the answer's head
+	status int
 
 	// A chain with a budget: the call's spend rides on the journal's
 	// append of its answer (see meter). metered: Guard reads the answer
 	// for the stream, as it comes from the network; ended: counted.
-	ride    *middleware.Ride
-	metered bool
+	ride *middleware.Ride
+
+	once sync.Once
+	// reqOnce reads the request's body (in.Body) for what the path does
+	// not tell, only when something asks (readRequest): a recording span,
+	// an answer that names no model or one without a price.
+	reqOnce sync.Once
 	ended   atomic.Bool
+	live    bool
+	journal bool
+	metered bool
 }
 
 // callOf returns the model call r is, nil when it is none.
@@ -80,11 +80,10 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !ok {
 		return o.next.RoundTrip(r)
 	}
-	body, err := o.mc.requestBody(r, in)
-	if err != nil {
+	if err := o.mc.requestBody(r, in); err != nil {
 		return nil, err
 	}
-	c := &call{mc: o.mc, in: in, h: in.Handling, c: gc, dest: dest, body: body, start: o.mc.now(),
+	c := &call{mc: o.mc, in: in, h: in.Handling, c: gc, dest: dest, start: o.mc.now(),
 		span: trace.SpanFromContext(r.Context())}
 	if c.span.IsRecording() {
 		// The span's name and attributes say what the request asked.
@@ -119,29 +118,29 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 // (its model, its settings), once. Nothing needs it on the way: an answer
 // of Server-Sent Events is read as a stream whatever the request said.
 func (c *call) readRequest() {
-	c.reqOnce.Do(func() { c.c.ReadRequest(c.body) })
+	c.reqOnce.Do(func() { c.c.ReadRequest(c.in.Body) })
 }
 
-// requestBody returns the call's whole body, kept for its model, and
+// requestBody keeps the call's whole body in in.Body, for its model, and
 // leaves the request a replayable copy; a body that streams or is larger
-// than limits.max_body_bytes is not read (nil), and the call is known by
-// its path only.
-func (mc *Calls) requestBody(r *http.Request, in *middleware.Info) ([]byte, error) {
+// than limits.max_body_bytes is not kept (in.Body stays nil), and the call
+// is known by its path only.
+func (mc *Calls) requestBody(r *http.Request, in *middleware.Info) error {
 	if in.Buffered {
-		return in.Body, nil
+		return nil
 	}
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength < 0 || r.ContentLength > mc.maxBody {
-		return nil, nil
+		return nil
 	}
 	body := make([]byte, r.ContentLength)
 	if _, err := io.ReadFull(r.Body, body); err != nil {
-		return nil, err
+		return err
 	}
 	_ = r.Body.Close()
 	in.Body, in.Buffered = body, true
 	r.Body = newReplay(body)
 	r.GetBody = func() (io.ReadCloser, error) { return newReplay(body), nil }
-	return body, nil
+	return nil
 }
 
 // replay is a request body read whole, read again by the transports.
