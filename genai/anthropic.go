@@ -24,7 +24,7 @@ func (a *acc) anthropicMessage(v []byte, whole bool) int {
 		case "model":
 			setString(&a.r.ResponseModel, v)
 		case "stop_reason":
-			if s, ok := stringOf(v); ok {
+			if s, ok := reasonOf(v); ok {
 				a.finish(0, s)
 			}
 		case "usage":
@@ -84,7 +84,7 @@ func (a *acc) anthropicDelta(data []byte) {
 		}
 		switch string(k) {
 		case "delta":
-			if s, ok := stringOf(memberValue(v, "stop_reason")); ok {
+			if s, ok := reasonOf(memberValue(v, "stop_reason")); ok {
 				a.finish(0, s)
 			}
 		case "usage":

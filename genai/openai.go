@@ -69,7 +69,7 @@ func (a *acc) openAIChoices(v []byte) {
 				}
 			case "finish_reason":
 				if !isNull(v) {
-					reason, _ = stringOf(v)
+					reason, _ = reasonOf(v)
 				}
 			case "delta":
 				if a.call.Stream && a.firstToken.IsZero() && deltaHasToken(v) {

@@ -205,3 +205,32 @@ func TestUsageNumberForms(t *testing.T) {
 		t.Errorf("Usage = %+v, want %+v", got.Usage, want)
 	}
 }
+
+// reasonOf reads a finish reason as stringOf does, the usual ones without
+// allocating.
+func TestReasonOf(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{`"stop"`, `"length"`, `"end_turn"`, `"st\u006fp"`, `"STOP"`, `"other"`, `""`, `null`, `12`, `"stop`} {
+		got, ok := reasonOf([]byte(v))
+		want, wantOK := stringOf([]byte(v))
+		if got != want || ok != wantOK {
+			t.Errorf("reasonOf(%s) = %q, %v; stringOf says %q, %v", v, got, ok, want, wantOK)
+		}
+	}
+}
+
+// finish keeps one reason per choice, the last said for each, in the order
+// the choices first gave one.
+func TestFinishReasonsPerChoice(t *testing.T) {
+	t.Parallel()
+	var a acc
+	for _, f := range []struct {
+		idx    int
+		reason string
+	}{{1, "length"}, {0, "stop"}, {1, "stop"}, {2, ""}, {3, "tool_calls"}, {0, "content_filter"}} {
+		a.finish(f.idx, f.reason)
+	}
+	if want := []string{"stop", "content_filter", "tool_calls"}; !reflect.DeepEqual(a.r.FinishReasons, want) {
+		t.Errorf("FinishReasons = %q, want %q", a.r.FinishReasons, want)
+	}
+}

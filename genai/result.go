@@ -35,8 +35,10 @@ type acc struct {
 	call Call
 	now  func() time.Time
 	r    Result
-	// finishIdx[i] is the choice or candidate index of r.FinishReasons[i].
-	finishIdx []int
+	// finishIdx0 is the choice or candidate index of r.FinishReasons[0],
+	// finishIdx[i-1] that of r.FinishReasons[i] (finishIndex).
+	finishIdx0 int
+	finishIdx  []int
 	// anth holds Anthropic's streamed counts: message_start's, then each
 	// message_delta's over them.
 	anth      counts
@@ -58,15 +60,45 @@ func (a *acc) finish(idx int, reason string) {
 	if reason == "" {
 		return
 	}
-	for i, j := range a.finishIdx {
-		if j == idx {
+	for i := range a.r.FinishReasons {
+		if a.finishIndex(i) == idx {
 			a.r.FinishReasons[i] = reason
 			return
 		}
 	}
-	a.finishIdx = append(a.finishIdx, idx)
+	if len(a.r.FinishReasons) == 0 {
+		a.finishIdx0 = idx
+	} else {
+		a.finishIdx = append(a.finishIdx, idx)
+	}
 	a.r.FinishReasons = append(a.r.FinishReasons, reason)
 }
+
+// finishIndex is the choice or candidate index of r.FinishReasons[i]: most
+// answers have one, which needs no slice.
+func (a *acc) finishIndex(i int) int {
+	if i == 0 {
+		return a.finishIdx0
+	}
+	return a.finishIdx[i-1]
+}
+
+// reasonOf decodes a finish reason, the providers' usual ones without
+// allocating.
+func reasonOf(v []byte) (string, bool) {
+	if raw, ok := rawString(v); ok {
+		for _, r := range knownReasons {
+			if string(raw) == r {
+				return r, true
+			}
+		}
+	}
+	return stringOf(v)
+}
+
+// knownReasons are the finish reasons the providers send most.
+var knownReasons = [...]string{"stop", "length", "tool_calls", "content_filter", "function_call",
+	"end_turn", "max_tokens", "tool_use", "stop_sequence", "pause_turn", "refusal"}
 
 // token notes the first token-bearing event of a stream (a whole body,
 // read without a clock, has none).

@@ -39,7 +39,7 @@ func (a *acc) salvage(name, head, tail []byte, doc bool) {
 		if v := findMember(tail, "usage", '{', true); v != nil {
 			a.r.Usage = openAIUsage(v, e != Embeddings)
 		}
-		if s, ok := stringOf(findMember(tail, "finish_reason", '"', true)); ok {
+		if s, ok := reasonOf(findMember(tail, "finish_reason", '"', true)); ok {
 			a.finish(0, s)
 		}
 	case Responses:
@@ -66,7 +66,7 @@ func (a *acc) salvage(name, head, tail []byte, doc bool) {
 			a.anthDelta = true
 			a.r.Usage = anthropicUsage(a.anth)
 		}
-		if s, ok := stringOf(findMember(tail, "stop_reason", '"', true)); ok {
+		if s, ok := reasonOf(findMember(tail, "stop_reason", '"', true)); ok {
 			a.finish(0, s)
 		}
 	case GenerateContent:

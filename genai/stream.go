@@ -142,6 +142,8 @@ func (s *Stream) Close() error {
 }
 
 // Result returns what the answer told so far; after Close, all it told.
+// After Close its FinishReasons are the Stream's own: read them, do not
+// change them.
 func (s *Stream) Result() StreamResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,7 +156,10 @@ func (s *Stream) Result() StreamResult {
 		Events:       a.events,
 		Oversized:    a.oversized,
 	}
-	r.FinishReasons = append([]string(nil), a.r.FinishReasons...)
+	if !s.closed {
+		// The stream may still add to them: the caller gets its own.
+		r.FinishReasons = append([]string(nil), a.r.FinishReasons...)
+	}
 	if !a.ended && (a.call.Endpoint == Messages || a.call.Endpoint == GenerateContent) {
 		// Anthropic's and Gemini's counts grow as the answer streams: only
 		// the end makes them final.
