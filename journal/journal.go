@@ -28,12 +28,10 @@
 package journal
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -325,29 +323,14 @@ func notFinal(resp *http.Response) string {
 }
 
 // requestBody returns the call's whole body, read for its digest, and
-// leaves the request a replayable copy. A body that streams (no length)
-// or is larger than maxBody is not read whole: whole is false, and the
-// request keeps it, its bytes read so far put back in front.
+// leaves the request a replayable copy (middleware.BufferBody). A body that
+// streams (no length) or is larger than maxBody is not read: whole is
+// false, and the request keeps it as it is.
 func (j *journal) requestBody(r *http.Request, in *middleware.Info) (body []byte, whole bool, err error) {
-	if in.Buffered {
-		return in.Body, true, nil
-	}
-	if r.Body == nil || r.Body == http.NoBody {
-		in.Body, in.Buffered = nil, true
-		return nil, true, nil
-	}
-	if r.ContentLength < 0 || r.ContentLength > j.maxBody {
-		return nil, false, nil
-	}
-	body = make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(r.Body, body); err != nil {
+	if whole, err = middleware.BufferBody(r, in, j.maxBody); !whole || err != nil {
 		return nil, false, err
 	}
-	_ = r.Body.Close()
-	in.Body, in.Buffered = body, true
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return body, true, nil
+	return in.Body, true, nil
 }
 
 func (j *journal) skip(h *middleware.Handling, dest, reason, why string) {

@@ -184,31 +184,9 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, err
 	}
 	r.ContentLength = int64(len(body))
-	r.Body, r.GetBody = http.NoBody, noBody
-	if len(body) > 0 {
-		rb := &replayBody{body: body}
-		rb.Reset(body)
-		r.Body, r.GetBody = rb, rb.reopen
-	}
+	replay(r, body)
 	return body, nil
 }
-
-// replayBody is a buffered request body: the request's Body, which its
-// GetBody opens again from the start.
-type replayBody struct {
-	bytes.Reader
-	body []byte
-}
-
-func (b *replayBody) Close() error { return nil }
-
-// reopen is the request's GetBody: the body again, from the start.
-func (b *replayBody) reopen() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(b.body)), nil
-}
-
-// noBody is the GetBody of a request whose body is empty.
-func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
 
 // DeriveKey computes the deterministic key of a handoff whose agent sent
 // none.

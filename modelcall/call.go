@@ -80,7 +80,10 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !ok {
 		return o.next.RoundTrip(r)
 	}
-	if err := o.mc.requestBody(r, in); err != nil {
+	// The body is kept for its model (readRequest); one that streams or is
+	// larger than limits.max_body_bytes is not, and the call is known by
+	// its path only.
+	if _, err := middleware.BufferBody(r, in, o.mc.maxBody); err != nil {
 		return nil, err
 	}
 	c := &call{mc: o.mc, in: in, h: in.Handling, c: gc, dest: dest, start: o.mc.now(),
@@ -120,39 +123,6 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 func (c *call) readRequest() {
 	c.reqOnce.Do(func() { c.c.ReadRequest(c.in.Body) })
 }
-
-// requestBody keeps the call's whole body in in.Body, for its model, and
-// leaves the request a replayable copy; a body that streams or is larger
-// than limits.max_body_bytes is not kept (in.Body stays nil), and the call
-// is known by its path only.
-func (mc *Calls) requestBody(r *http.Request, in *middleware.Info) error {
-	if in.Buffered {
-		return nil
-	}
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength < 0 || r.ContentLength > mc.maxBody {
-		return nil
-	}
-	body := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(r.Body, body); err != nil {
-		return err
-	}
-	_ = r.Body.Close()
-	in.Body, in.Buffered = body, true
-	r.Body = newReplay(body)
-	r.GetBody = func() (io.ReadCloser, error) { return newReplay(body), nil }
-	return nil
-}
-
-// replay is a request body read whole, read again by the transports.
-type replay struct{ bytes.Reader }
-
-func newReplay(b []byte) *replay {
-	r := new(replay)
-	r.Reset(b)
-	return r
-}
-
-func (*replay) Close() error { return nil }
 
 // header is h.Get(key) for a key in canonical form, without canonicalizing
 // it again.
