@@ -22,7 +22,7 @@ func (a *acc) anthropicMessage(v []byte, whole bool) int {
 		case "id":
 			setString(&a.r.ResponseID, v)
 		case "model":
-			setString(&a.r.ResponseModel, v)
+			setModel(&a.r.ResponseModel, v)
 		case "stop_reason":
 			if s, ok := reasonOf(v); ok {
 				a.finish(0, s)

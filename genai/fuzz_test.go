@@ -173,3 +173,34 @@ func FuzzScanner(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStringEnd checks stringEnd, which searches for quotes and counts the
+// backslashes before each, against a reading of every byte: the same end
+// for a string opening at each quote of b.
+func FuzzStringEnd(f *testing.F) {
+	for _, b := range fuzzBodies() {
+		f.Add([]byte(b))
+	}
+	f.Add([]byte(`"0123456789abcde\"" "0123456789abcdef\\" "0123456789abcde\\\"x"`))
+	f.Add([]byte(`"0123456789abcde\`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for i, c := range b {
+			if c != '"' {
+				continue
+			}
+			want := -1
+			for j := i + 1; j < len(b); j++ {
+				if b[j] == '"' {
+					want = j + 1
+					break
+				}
+				if b[j] == '\\' {
+					j++
+				}
+			}
+			if got := stringEnd(b, i); got != want {
+				t.Fatalf("stringEnd(%q, %d) = %d, want %d", b, i, got, want)
+			}
+		}
+	})
+}

@@ -38,7 +38,7 @@ func (a *acc) geminiObject(v []byte) int {
 		case "usageMetadata", "usage_metadata":
 			a.r.Usage = geminiUsage(v)
 		case "modelVersion", "model_version":
-			setString(&a.r.ResponseModel, v)
+			setModel(&a.r.ResponseModel, v)
 		case "responseId", "response_id":
 			setString(&a.r.ResponseID, v)
 		case "promptFeedback", "prompt_feedback":

@@ -24,7 +24,7 @@ func (a *acc) openAIObject(v []byte) int {
 		case "id":
 			setString(&a.r.ResponseID, v)
 		case "model":
-			setString(&a.r.ResponseModel, v)
+			setModel(&a.r.ResponseModel, v)
 		case "choices":
 			a.openAIChoices(v)
 		case "usage":
@@ -194,7 +194,7 @@ func (a *acc) responseObject(v []byte, terminal bool) int {
 		case "id":
 			setString(&a.r.ResponseID, v)
 		case "model":
-			setString(&a.r.ResponseModel, v)
+			setModel(&a.r.ResponseModel, v)
 		case "status":
 			status, _ = rawString(v)
 		case "incomplete_details":

@@ -219,6 +219,28 @@ func TestReasonOf(t *testing.T) {
 	}
 }
 
+// setModel reads a model's name as setString does, whatever name it read
+// before: the same name again, names with escapes, an escape's decoding
+// read raw, values that are no string.
+func TestSetModel(t *testing.T) {
+	t.Parallel()
+	seq := []string{`"gpt-4.1"`, `"gpt-4.1"`, `"claude-x"`, `"claude-x"`, `"claude-x"`, `"a\b"`, `"a\b"`, `"a"`,
+		`null`, `""`, `""`, `12`, `"gpt-4.1`, `"gpt-4.1"`}
+	for i, v := range seq {
+		var got, want string
+		setModel(&got, []byte(v))
+		setString(&want, []byte(v))
+		if got != want {
+			t.Errorf("%d: setModel(%s) = %q, setString says %q", i, v, got, want)
+		}
+	}
+	kept := "kept"
+	setModel(&kept, []byte(`"other"`))
+	if kept != "kept" {
+		t.Errorf("setModel replaced a model already read: %q", kept)
+	}
+}
+
 // finish keeps one reason per choice, the last said for each, in the order
 // the choices first gave one.
 func TestFinishReasonsPerChoice(t *testing.T) {

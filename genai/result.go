@@ -2,6 +2,7 @@ package genai
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -119,6 +120,29 @@ func setString(dst *string, v []byte) {
 		*dst = s
 	}
 }
+
+// setModel is setString for a model's name. Most answers through a Baton
+// name the model the one before named: the name read last is kept, and a
+// name equal to it is not allocated again.
+func setModel(dst *string, v []byte) {
+	if *dst != "" {
+		return
+	}
+	raw, _ := rawString(v)
+	if last := lastModel.Load(); last != nil && *last == string(raw) {
+		*dst = *last
+		return
+	}
+	if s, ok := stringOf(v); ok {
+		*dst = s
+		if s == string(raw) { // kept only as read from the same bytes again
+			lastModel.Store(&s)
+		}
+	}
+}
+
+// lastModel is the model's name setModel read last.
+var lastModel atomic.Pointer[string]
 
 // errorFrom reads a provider's error object: OpenAI's and Azure's
 // {"message","type","param","code"}, Anthropic's {"type","message"},

@@ -17,9 +17,9 @@ func (a *acc) salvage(name, head, tail []byte, doc bool) {
 	e := a.call.Endpoint
 	if a.r.ResponseModel == "" {
 		if e == GenerateContent {
-			setString(&a.r.ResponseModel, findMember(tail, "modelVersion", '"', true))
+			setModel(&a.r.ResponseModel, findMember(tail, "modelVersion", '"', true))
 		} else {
-			setString(&a.r.ResponseModel, findMember(head, "model", '"', false))
+			setModel(&a.r.ResponseModel, findMember(head, "model", '"', false))
 		}
 	}
 	if a.r.ResponseID == "" {

@@ -20,9 +20,9 @@ const (
 // it differed from the one found before it.
 type shape struct {
 	b    []byte
-	gaps [maxShapeGaps]struct{ open, close int } // a varying string's quotes in b
-	n    int                                     // gaps in use
-	ok   bool                                    // b and gaps make a shape
+	gaps [maxShapeGaps]struct{ open, close int32 } // a varying string's quotes in b (within maxShapeBytes)
+	n    int                                       // gaps in use
+	ok   bool                                      // b and gaps make a shape
 }
 
 // match reports whether data repeats the shape: the bytes of the shape's
@@ -34,7 +34,7 @@ func (s *shape) match(data []byte) bool {
 	}
 	pos, from := 0, 0
 	for _, g := range s.gaps[:s.n] {
-		seg := s.b[from : g.open+1]
+		seg := s.b[from : int(g.open)+1]
 		if !bytes.HasPrefix(data[pos:], seg) {
 			return false
 		}
@@ -42,7 +42,7 @@ func (s *shape) match(data []byte) bool {
 		if end < 0 {
 			return false
 		}
-		pos, from = end-1, g.close
+		pos, from = end-1, int(g.close)
 	}
 	return bytes.Equal(data[pos:], s.b[from:])
 }
@@ -81,7 +81,7 @@ func (s *shape) diff(a, b []byte) bool {
 			if s.n == maxShapeGaps || !wholeValue(b, j+k, eb) {
 				return false
 			}
-			s.gaps[s.n].open, s.gaps[s.n].close = j+k, eb-1
+			s.gaps[s.n].open, s.gaps[s.n].close = int32(j+k), int32(eb-1)
 			s.n++
 		}
 		i, j = ea, eb

@@ -34,6 +34,7 @@ type call struct {
 
 	stream genai.Stream // inited with the answer's head
 	status int
+	ans    answer // the answer's body as the agent reads it: one allocation with the call
 
 	// A chain with a budget: the call's spend rides on the journal's
 	// append of its answer (see meter). metered: Guard reads the answer
@@ -113,7 +114,8 @@ func (o observe) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.finish(true)
 		return resp, nil
 	}
-	resp.Body = &answer{ReadCloser: resp.Body, c: c}
+	c.ans = answer{ReadCloser: resp.Body, c: c}
+	resp.Body = &c.ans
 	return resp, nil
 }
 
