@@ -224,7 +224,7 @@ func TestReasonOf(t *testing.T) {
 // read raw, values that are no string.
 func TestSetModel(t *testing.T) {
 	t.Parallel()
-	seq := []string{`"gpt-4.1"`, `"gpt-4.1"`, `"claude-x"`, `"claude-x"`, `"claude-x"`, `"a\b"`, `"a\b"`, `"a"`,
+	seq := []string{`"gpt-4.1"`, `"gpt-4.1"`, `"claude\u002dx"`, `"claude-x"`, `"claude\u002dx"`, `"a\\b"`, `"a\\b"`, `"a\b"`, "\"a\x08\"",
 		`null`, `""`, `""`, `12`, `"gpt-4.1`, `"gpt-4.1"`}
 	for i, v := range seq {
 		var got, want string
