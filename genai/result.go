@@ -128,7 +128,10 @@ func setModel(dst *string, v []byte) {
 	if *dst != "" {
 		return
 	}
-	raw, _ := rawString(v)
+	raw, ok := rawString(v)
+	if !ok {
+		return
+	}
 	if last := lastModel.Load(); last != nil && *last == string(raw) {
 		*dst = *last
 		return

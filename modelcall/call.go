@@ -376,15 +376,13 @@ func (mc *Calls) spendOf(c *call, r genai.Result) (tokens, costNano int64) {
 	return tokens, costNano
 }
 
-// cost is what the call cost in nano-dollars: priced by the model its
-// answer names, else by the model its request asked for.
+// cost is what the call cost in nano-dollars (genai's Prices.Cost: priced
+// by the model its answer names, else by the one its request asked for).
+// The request is read for its model only when the answer's has no price.
 func (c *call) cost(r genai.Result) (int64, bool) {
-	if r.ResponseModel != "" {
-		if p, ok := c.mc.prices.Lookup(c.c.API, r.ResponseModel); ok {
-			return genai.Cost(p, r.Usage)
-		}
+	if _, ok := c.mc.prices.Lookup(c.c.API, r.ResponseModel); !ok {
+		c.readRequest()
 	}
-	c.readRequest()
 	return c.mc.prices.Cost(c.c, r)
 }
 
