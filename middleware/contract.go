@@ -17,9 +17,7 @@ package middleware
 // open: it needs no store.
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -153,7 +151,6 @@ func replaceBody(r *http.Request, in *Info, b []byte) {
 	}
 	in.Body = b
 	r.ContentLength = int64(len(b))
-	r.Body = io.NopCloser(bytes.NewReader(b))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	in.replay.of(r, b)
 	r.Header.Del("Content-Length")
 }

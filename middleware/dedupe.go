@@ -204,7 +204,7 @@ func (d *dedupe) serve(w http.ResponseWriter, r *http.Request) {
 // tool call, which needs no key (mcp.go).
 func mcpNotHandoff(r *http.Request, in *Info) bool {
 	if in.RPC == nil && !in.Buffered && r.ContentLength >= 0 && r.ContentLength <= 1<<20 {
-		if body, err := readBody(r); err == nil {
+		if body, err := readBody(r, in); err == nil {
 			in.Body, in.Buffered = body, true
 			sniffRPC(in, r, body)
 		}

@@ -150,7 +150,7 @@ func Buffer(w http.ResponseWriter, r *http.Request, in *Info) bool {
 	if in.Buffered {
 		return true
 	}
-	body, err := readBody(r)
+	body, err := readBody(r, in)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -167,7 +167,7 @@ func Buffer(w http.ResponseWriter, r *http.Request, in *Info) bool {
 
 // readBody reads the whole (capped) body and replaces it with a replayable
 // copy.
-func readBody(r *http.Request) ([]byte, error) {
+func readBody(r *http.Request, in *Info) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -184,7 +184,7 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, err
 	}
 	r.ContentLength = int64(len(body))
-	replay(r, body)
+	in.replay.of(r, body)
 	return body, nil
 }
 

@@ -70,6 +70,8 @@ type Info struct {
 	Body []byte
 	// Buffered reports that Body holds the whole body (possibly empty).
 	Buffered bool
+	// replay is the request's buffered Body and GetBody (body.go).
+	replay replayBody
 	// Key is the idempotency key (unquoted) and KeyDerived whether Baton
 	// derived it; KeySource says from what (record.KeyFrom*).
 	Key        string

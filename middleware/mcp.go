@@ -373,7 +373,7 @@ func sessionOwned(w http.ResponseWriter, r *http.Request, in *Info, o MCPOptions
 // request; null otherwise.
 func requestID(r *http.Request, in *Info) json.RawMessage {
 	if in.RPC == nil && r.Method == http.MethodPost && !in.Buffered && r.ContentLength >= 0 && r.ContentLength <= 1<<20 {
-		if body, err := readBody(r); err == nil {
+		if body, err := readBody(r, in); err == nil {
 			in.Body, in.Buffered = body, true
 			sniffRPC(in, r, body)
 		}

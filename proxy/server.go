@@ -194,6 +194,7 @@ func New(o Options) (*Server, error) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			in := middleware.InfoFromContext(pr.In.Context())
 			in.Delivered = true // past every check: this goes to the peer
+			in.ProxyBody(pr.Out, pr.In)
 			// SetURL replaces scheme and host (absolute-form requests
 			// included) and joins the target's base path.
 			pr.SetURL(in.Target)
@@ -210,6 +211,7 @@ func New(o Options) (*Server, error) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			if in := middleware.InfoFromContext(pr.In.Context()); in != nil {
 				in.Delivered = true // past every check: this goes to the agent
+				in.ProxyBody(pr.Out, pr.In)
 			}
 			pr.SetURL(s.tp.upstreamFor(pr.In.Context(), upstream))
 		},

@@ -102,7 +102,7 @@ type memoryBody struct{ next http.RoundTripper }
 
 func (t memoryBody) RoundTrip(r *http.Request) (*http.Response, error) {
 	if in := middleware.InfoFromContext(r.Context()); in != nil && in.Buffered &&
-		len(in.Body) > 0 && int64(len(in.Body)) == r.ContentLength {
+		len(in.Body) > 0 && int64(len(in.Body)) == r.ContentLength && !in.FirstSend(r) {
 		r = withMemoryBody(r, in.Body)
 	}
 	return t.next.RoundTrip(r)

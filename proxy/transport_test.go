@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,6 +123,44 @@ func TestBufferedBodyLeavesInOneWrite(t *testing.T) {
 			t.Fatalf("%d writes, want 1", n)
 		}
 	})
+	t.Run("through the reverse proxy, the request itself", func(t *testing.T) {
+		// The middleware buffered the inbound body; the ReverseProxy wraps
+		// it; Rewrite hands its copy the buffered body back, and the
+		// transport sends the proxy's own copy of the request, no other.
+		inbound := httptest.NewRequest(http.MethodPost, "/task", strings.NewReader(body))
+		in := &middleware.Info{}
+		inbound = inbound.WithContext(middleware.WithInfo(inbound.Context(), in))
+		if whole, err := middleware.BufferBody(inbound, in, 1<<10); !whole || err != nil {
+			t.Fatalf("BufferBody = %v, %v", whole, err)
+		}
+		target, _ := neturl.Parse(srv.URL)
+		wc := newWriteCounter()
+		var given, sent *http.Request
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				in.ProxyBody(pr.Out, pr.In)
+			},
+			Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				given = r
+				return memoryBody{roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					sent = r
+					return wc.RoundTrip(r)
+				})}.RoundTrip(r)
+			}),
+		}
+		w := httptest.NewRecorder()
+		rp.ServeHTTP(w, inbound)
+		if w.Body.String() != body {
+			t.Fatalf("the server got %q", w.Body.String())
+		}
+		if n := wc.writes.Load(); n != 1 {
+			t.Errorf("%d writes, want 1", n)
+		}
+		if sent != given {
+			t.Error("the transport was given a copy of the proxy's request: its body was not the buffered one")
+		}
+	})
 	t.Run("a body that does not match its length streams as it came", func(t *testing.T) {
 		wc := newWriteCounter()
 		req := outbound(t, srv.URL, body)
@@ -128,3 +168,7 @@ func TestBufferedBodyLeavesInOneWrite(t *testing.T) {
 		roundTrip(t, memoryBody{wc}, req, body)
 	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

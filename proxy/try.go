@@ -45,9 +45,14 @@ func (e *edge) try(req *http.Request, body []byte, deadline time.Time) (*http.Re
 		timer = time.AfterFunc(limit, func() { timedOut.Store(true); cancel() })
 	}
 	resp, err := e.breaker.Execute(func() (*http.Response, error) {
-		// The transport is given a copy with the body in memory; req
-		// itself is left as it is, for the next try.
-		resp, err := e.next.RoundTrip(withMemoryBody(sent, body))
+		// The transport is given the request with its body in memory: as it
+		// is on its first send, a copy on any other, req itself left as it
+		// is for the next try.
+		out := sent
+		if in := middleware.InfoFromContext(sent.Context()); in == nil || !in.FirstSend(sent) {
+			out = withMemoryBody(sent, body)
+		}
+		resp, err := e.next.RoundTrip(out)
 		e.breaker.tried(err)
 		if err != nil {
 			if req.Context().Err() != nil {
