@@ -51,6 +51,27 @@ func TestShare(t *testing.T) {
 	}
 }
 
+// TestAdd: profiles together weigh each by its CPU, and the sampling's
+// error shrinks with the samples counted.
+func TestAdd(t *testing.T) {
+	one := share(parseTraces(traces))
+	all := shares{by: map[string]float64{}, byFrame: map[string]float64{}}
+	for range 4 {
+		all.add(one)
+	}
+	if all.under != 4*one.under || all.by[baton] != 4*one.by[baton] || all.byFrame["genai.stringEnd"] != 80 {
+		t.Errorf("four profiles: understanding %v ms of %v, want %v of %v", all.under, all.by[baton], 4*one.under, 4*one.by[baton])
+	}
+	share := pct(all.scaled(all.under), all.scaled(all.by[baton]))
+	// 20 ms is two samples in one profile, eight in four.
+	if got, want := one.stderr(), share/math.Sqrt(2); math.Abs(got-want) > 1e-9 {
+		t.Errorf("one profile's error %v, want %v", got, want)
+	}
+	if got, want := all.stderr(), share/math.Sqrt(8); math.Abs(got-want) > 1e-9 {
+		t.Errorf("four profiles' error %v, want %v", got, want)
+	}
+}
+
 func TestDuration(t *testing.T) {
 	for in, want := range map[string]float64{"10ms": 10, "1.20s": 1200, "500us": 0.5, "500µs": 0.5, "20ns": 2e-5} {
 		if got, ok := duration(in); !ok || math.Abs(got-want) > 1e-12 {
