@@ -246,7 +246,7 @@ func (d *dedupe) settle(ctx context.Context, in *Info, pol *DedupePolicy, c *cla
 	if final {
 		w.final, w.ttl, w.until = encodeComplete(pending, cw), pol.Window, time.Now().Add(pol.Window)
 		var stored bool
-		stored, err = storeFinal(ctx, d.store, c.skey, pending, w.final, pol.Window)
+		stored, _, err = storeFinal(ctx, d.store, c.skey, pending, w.final, pol.Window)
 		if err == nil && !stored {
 			d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe answer not stored: another request holds its key (this claim lapsed, or was taken over)",
 				slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID))

@@ -3,6 +3,7 @@ package middleware
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ type keptWrite struct {
 	ttl     time.Duration // the window, for a final answer
 	until   time.Time     // the window's end: pointless to store after it
 	edge    string
+	waiting bool // write found another request's claim (logged once); only storeAll's goroutine sets it
 }
 
 // cost is what w kept for skey counts against maxKeptBytes: its bytes and
@@ -149,7 +151,11 @@ func (k *kept) storeAll() {
 		}
 		k.mu.Unlock()
 		for skey, w := range batch {
-			if err := k.write(skey, w); err != nil {
+			err := k.write(skey, w)
+			if errors.Is(err, errClaimInFlight) {
+				continue // kept until that request lets the key go or answers it
+			}
+			if err != nil {
 				break // the store is still down: next round
 			}
 			k.done(skey, w)
@@ -157,7 +163,15 @@ func (k *kept) storeAll() {
 	}
 }
 
-// write makes one kept write; an error means the store did not answer.
+// errClaimInFlight: a kept answer meets another request's claim on its key
+// (one that came once this claim lapsed). The answer is not given up for
+// it: that request may fail and let the key go, and the answer is written
+// then; if it answers, its answer is the window's and the kept one is let
+// go.
+var errClaimInFlight = errors.New("another request holds the key's claim")
+
+// write makes one kept write; an error means the store did not answer, or
+// (errClaimInFlight) that the write waits for another request's claim.
 func (k *kept) write(skey string, w *keptWrite) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -168,14 +182,22 @@ func (k *kept) write(skey string, w *keptWrite) error {
 	if time.Now().After(w.until) {
 		return nil
 	}
-	stored, err := storeFinal(ctx, k.store, skey, w.pending, w.final, time.Until(w.until))
+	stored, cur, err := storeFinal(ctx, k.store, skey, w.pending, w.final, time.Until(w.until))
 	if err != nil {
 		return err
 	}
-	if stored {
+	switch e, bad := decodeEntry(cur); {
+	case stored:
 		k.log.Info("dedupe answer stored once the store answered again", slog.String("edge", w.edge))
-	} else {
-		k.log.Warn("dedupe answer not stored: another request holds its key since this claim lapsed",
+	case bad == nil && e.state == statePending:
+		if !w.waiting {
+			w.waiting = true
+			k.log.Info("dedupe answer kept: another request holds its key since this claim lapsed; written if it lets the key go",
+				slog.String("edge", w.edge))
+		}
+		return errClaimInFlight
+	default:
+		k.log.Warn("dedupe answer not stored: another answer holds its key since this claim lapsed",
 			slog.String("edge", w.edge))
 	}
 	return nil
@@ -183,15 +205,16 @@ func (k *kept) write(skey string, w *keptWrite) error {
 
 // storeFinal stores a final entry in place of the claim pending, or, when
 // the claim lapsed and no request took the key since, in its place. It
-// reports false when another request holds the key.
-func storeFinal(ctx context.Context, store DedupeStore, skey string, pending, final []byte, ttl time.Duration) (bool, error) {
+// reports false when another request holds the key, with what the key
+// holds (nil when it is not known).
+func storeFinal(ctx context.Context, store DedupeStore, skey string, pending, final []byte, ttl time.Duration) (bool, []byte, error) {
 	ok, err := store.Swap(ctx, skey, pending, final, ttl)
 	if err != nil || ok {
-		return ok, err
+		return ok, nil, err
 	}
 	res, err := store.ClaimMany(ctx, []state.ClaimOp{{Key: skey, Val: final, TTL: ttl}})
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return res[0].OK, nil
+	return res[0].OK, res[0].Cur, nil
 }
