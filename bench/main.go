@@ -94,6 +94,7 @@ type options struct {
 	dur       time.Duration
 	threads   int
 	warmup    time.Duration
+	warmupMax time.Duration
 	bodyBytes int
 	quick     bool
 	markdown  bool
@@ -117,8 +118,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.dur, "d", 10*time.Second, "measured wrk duration per row (whole seconds)")
 	fs.IntVar(&o.threads, "t", 2, "wrk threads")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured wrk run before each row (0 disables; whole seconds)")
+	fs.DurationVar(&o.warmupMax, "warmup-max", 30*time.Second, "after -warmup, wrk runs on in 2s rounds while a proxy's RSS grows by more than 5% a round, for at most this long in all (at or under -warmup: no rounds)")
 	fs.IntVar(&o.bodyBytes, "body-bytes", 512, "size of the JSON request body")
-	fs.BoolVar(&o.quick, "quick", false, "short run: -d 3s, -warmup 1s")
+	fs.BoolVar(&o.quick, "quick", false, "short run: -d 3s, -warmup 1s, -warmup-max 1s")
 	fs.BoolVar(&o.markdown, "markdown", false, "also print the results as a markdown table")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.batonBin, "baton", "", "use this baton binary instead of building ./cmd/baton")
@@ -147,7 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
 	}
 	if o.quick {
-		o.dur, o.warmup = 3*time.Second, time.Second
+		o.dur, o.warmup, o.warmupMax = 3*time.Second, time.Second, time.Second
 	}
 	var errs []error
 	if o.conns < 1 {

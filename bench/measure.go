@@ -48,6 +48,9 @@ func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
 		if _, err := w.run(ctx); err != nil {
 			return fmt.Errorf("warmup: %w", err)
 		}
+		if err := h.warmUntilSettled(ctx, w, groups, row); err != nil {
+			return err
+		}
 		if err := h.afterWarmup(ctx, ep, row); err != nil {
 			return err
 		}
@@ -203,4 +206,54 @@ func (h *harness) afterWarmup(ctx context.Context, ep *endpoint, row *Row) error
 			"it answered again %.1fs later, and the measured run started then. First failed probe: %v",
 		time.Since(start).Seconds(), first))
 	return nil
+}
+
+// Settling: a proxy with state of its own (a Baton's in-memory store,
+// filling to its bound; the heap growing to what its GC target allows
+// over that) is still growing after a short warmup, and the page faults
+// and the collections of that growth, paid once in a process's life, would
+// be counted per request. So after -warmup, wrk runs on in rounds of
+// settleRound while any instance's RSS grew by more than settleGrowth
+// in the last, for at most -warmup-max in all; the row records how long
+// (warmup_s) and the report names a row that needed more than -warmup.
+const (
+	settleRound  = 2 * time.Second
+	settleGrowth = 0.05
+)
+
+func (h *harness) warmUntilSettled(ctx context.Context, w wrkRun, groups [][]int, row *Row) error {
+	row.WarmupS = h.o.warmup.Seconds()
+	if len(groups) == 0 {
+		return nil // no proxy (the direct row)
+	}
+	last := rssOf(groups)
+	w.dur = settleRound
+	for time.Duration(row.WarmupS*float64(time.Second))+settleRound <= h.o.warmupMax {
+		if _, err := w.run(ctx); err != nil {
+			return fmt.Errorf("warmup: %w", err)
+		}
+		row.WarmupS += settleRound.Seconds()
+		now := rssOf(groups)
+		grew := false
+		for i := range now {
+			if last[i] > 0 && float64(now[i]-last[i]) > settleGrowth*float64(last[i]) {
+				grew = true
+			}
+		}
+		if !grew {
+			return nil
+		}
+		last = now
+	}
+	row.Warnings = append(row.Warnings, fmt.Sprintf("its RSS was still growing after %.0fs of warmup (-warmup-max)", row.WarmupS))
+	return nil
+}
+
+// rssOf is each group's VmRSS in KiB, 0 where it cannot be read.
+func rssOf(groups [][]int) []int64 {
+	out := make([]int64, len(groups))
+	for i, g := range groups {
+		out[i], _ = sumRSS(g)
+	}
+	return out
 }

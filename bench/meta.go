@@ -19,6 +19,7 @@ func (h *harness) meta(ctx context.Context) Meta {
 		Conns:      h.o.conns,
 		DurationS:  int(h.o.dur / time.Second),
 		WarmupS:    int(h.o.warmup / time.Second),
+		WarmupMaxS: int(h.o.warmupMax / time.Second),
 		BodyBytes:  len(requestBody(h.o.bodyBytes)),
 		GOGC:       os.Getenv("GOGC"),
 		GOMAXPROCS: os.Getenv("GOMAXPROCS"),

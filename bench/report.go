@@ -37,19 +37,22 @@ type results struct {
 
 // Meta describes the machine and the load.
 type Meta struct {
-	Time       string `json:"time"`
-	Commit     string `json:"commit,omitempty"`
-	CPUs       int    `json:"cpus"`
-	CPUModel   string `json:"cpu_model,omitempty"`
-	Kernel     string `json:"kernel,omitempty"`
-	GoVersion  string `json:"go_version"`
-	Wrk        string `json:"wrk,omitempty"`
-	Nginx      string `json:"nginx,omitempty"`
-	HAProxy    string `json:"haproxy,omitempty"`
-	Threads    int    `json:"wrk_threads"`
-	Conns      int    `json:"wrk_connections"`
-	DurationS  int    `json:"duration_s"`
-	WarmupS    int    `json:"warmup_s"`
+	Time      string `json:"time"`
+	Commit    string `json:"commit,omitempty"`
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	Kernel    string `json:"kernel,omitempty"`
+	GoVersion string `json:"go_version"`
+	Wrk       string `json:"wrk,omitempty"`
+	Nginx     string `json:"nginx,omitempty"`
+	HAProxy   string `json:"haproxy,omitempty"`
+	Threads   int    `json:"wrk_threads"`
+	Conns     int    `json:"wrk_connections"`
+	DurationS int    `json:"duration_s"`
+	WarmupS   int    `json:"warmup_s"`
+	// WarmupMaxS bounds the warmup with its rounds until RSS settles
+	// (-warmup-max); at or under WarmupS, there are none.
+	WarmupMaxS int    `json:"warmup_max_s,omitempty"`
 	BodyBytes  int    `json:"body_bytes"`
 	GOGC       string `json:"GOGC,omitempty"`
 	GOMAXPROCS string `json:"GOMAXPROCS,omitempty"`
@@ -69,6 +72,9 @@ type Row struct {
 	// Warnings are things that went wrong in a row that was still measured.
 	Warnings []string `json:"warnings,omitempty"`
 	Command  string   `json:"command,omitempty"`
+	// WarmupS is the unmeasured run before the measured one: -warmup, and
+	// the rounds after it until the proxy's RSS stopped growing.
+	WarmupS float64 `json:"warmup_s,omitempty"`
 
 	Requests     int64   `json:"requests"`
 	ElapsedS     float64 `json:"elapsed_s"`

@@ -111,6 +111,9 @@ func (m Meta) lines() []string {
 	}
 	load := fmt.Sprintf("load: wrk -t%d -c%d -d%ds --latency, POST %d-byte JSON; %ds unmeasured warmup per row; all on loopback",
 		m.Threads, m.Conns, m.DurationS, m.BodyBytes, m.WarmupS)
+	if m.WarmupMaxS > m.WarmupS {
+		load = strings.Replace(load, "warmup per row", fmt.Sprintf("warmup per row, then on until the proxy's RSS settles (at most %ds)", m.WarmupMaxS), 1)
+	}
 	if m.BatonLog != "" {
 		load += "; Baton log_level: " + m.BatonLog
 	}
@@ -226,6 +229,9 @@ func (res *results) findings() []string {
 		case r.Non2xx+r.SocketErrors > 0:
 			out = append(out, fmt.Sprintf("%s: %d non-2xx responses and %d socket errors during the run: its numbers are suspect",
 				name, r.Non2xx, r.SocketErrors))
+		}
+		if res.Meta.WarmupS > 0 && r.WarmupS > float64(res.Meta.WarmupS)+settleRound.Seconds() {
+			out = append(out, fmt.Sprintf("%s: warmed up %.0fs, until its RSS stopped growing", name, r.WarmupS))
 		}
 		for _, w := range r.Warnings {
 			out = append(out, fmt.Sprintf("%s: WARNING: %s", name, w))
