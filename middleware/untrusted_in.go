@@ -35,10 +35,9 @@ func (t *Taint) Ingress(next http.Handler) http.Handler {
 				return
 			}
 		}
-		var doc any
-		if kind == jsonText && in.Buffered && len(in.Body) > 0 {
-			doc, _ = decodeJSON(in.Body) // not JSON after all: opaque text
-			if doc != nil {
+		d := &inboundDoc{body: in.Body, json: kind == jsonText && in.Buffered && len(in.Body) > 0}
+		if d.json && mayCarryMarks(in.Body) {
+			if doc := d.doc(); doc != nil {
 				markedSpans(doc, &labels)
 			}
 		}
@@ -50,7 +49,7 @@ func (t *Taint) Ingress(next http.Handler) http.Handler {
 		in.Labels = &labels
 		r.Header.Set(trust.HeaderTrust, labels.String())
 
-		texts := spanTexts(doc, in, labels)
+		texts := spanTexts(d, in, labels)
 		t.rememberInbound(r.Context(), in, labels, texts)
 		sig, unscored := t.scan(texts)
 		in.InjectionUnscored = unscored
@@ -79,6 +78,10 @@ func (t *Taint) Ingress(next http.Handler) http.Handler {
 			return
 		}
 		body, changed := in.Body, false
+		var doc any
+		if mode == config.UntrustedSpotlight || mode == config.UntrustedQuarantine || (sig != nil && onInjection == config.UntrustedQuarantine) {
+			doc = d.doc()
+		}
 		switch {
 		case mode == config.UntrustedSpotlight:
 			body, changed = spotlight(doc, body, labels.Spans)
@@ -108,7 +111,26 @@ type spanText struct {
 
 // spanTexts returns the text under every label: each string value under
 // its pointer in a JSON body, or the whole of a text body.
-func spanTexts(doc any, in *Info, labels trust.Labels) []spanText {
+func spanTexts(d *inboundDoc, in *Info, labels trust.Labels) []spanText {
+	if d.json && !d.decoded && wholeBody(labels) {
+		if strs, ok := jsonStrings(d.body); ok {
+			if len(labels.Spans) == 1 {
+				for i := range strs {
+					strs[i].sources = labels.Spans[0].Sources
+				}
+				return strs
+			}
+			var out []spanText
+			for _, l := range labels.Spans {
+				for _, s := range strs {
+					s.sources = l.Sources
+					out = append(out, s)
+				}
+			}
+			return out
+		}
+	}
+	doc := d.doc()
 	var out []spanText
 	for _, l := range labels.Spans {
 		if doc != nil {

@@ -1,0 +1,81 @@
+package middleware
+
+import (
+	"bytes"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/batonproxy/baton/trust"
+)
+
+// An inbound JSON body is decoded into a tree (encoding/json, as the rest of
+// the untrusted-content path reads it) only when something needs the tree:
+// marks to find, labels on parts of it, a body to rewrite. A body labelled
+// whole (a sender whose content is untrusted, the usual case) needs only its
+// strings, which jsonStrings reads in one pass without building the tree;
+// a body with no labels and no marks needs nothing.
+
+// inboundDoc is an inbound body and, once decoded, its JSON tree.
+type inboundDoc struct {
+	body    []byte
+	json    bool // the body says it is JSON
+	decoded bool
+	tree    any // nil when not JSON after all
+}
+
+// doc returns the body's JSON tree, decoding it on first use; nil when the
+// body is not JSON.
+func (d *inboundDoc) doc() any {
+	if d.json && !d.decoded {
+		d.tree, _ = decodeJSON(d.body) // not JSON after all: opaque text
+		d.decoded = true
+	}
+	return d.tree
+}
+
+// mayCarryMarks reports whether body may hold a mark of untrusted content
+// (a "trust": "untrusted" member, see markedSpans): the word itself, or an
+// escape that could spell it.
+func mayCarryMarks(body []byte) bool {
+	return bytes.Contains(body, []byte(untrustedWord)) || bytes.Contains(body, []byte(`\u`))
+}
+
+const untrustedWord = "untrusted"
+
+// wholeBody reports whether every label is on the whole body.
+func wholeBody(labels trust.Labels) bool {
+	for _, l := range labels.Spans {
+		if l.Pointer != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonStrings returns the RFC 6901 pointer and text of every string value
+// of the JSON value at the start of body, in document order (object names
+// are not values; what follows the value is not read, as encoding/json's
+// Decoder leaves it). It reports false when jsontext does not read body as
+// JSON with its defaults, which are stricter than encoding/json's (no
+// duplicate names, valid UTF-8 and surrogates): the caller then decodes the
+// body as before. FuzzJSONStrings holds the two to the same strings.
+func jsonStrings(body []byte) ([]spanText, bool) {
+	d := jsontext.NewDecoder(bytes.NewReader(body))
+	var out []spanText
+	for {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		depth := d.StackDepth()
+		if tok.Kind() == '"' {
+			kind, n := d.StackIndex(depth)
+			if depth == 0 || kind == '[' || n%2 == 0 { // a value, not an object's name
+				out = append(out, spanText{ptr: string(d.StackPointer()), text: tok.String()})
+			}
+		}
+		if depth == 0 {
+			return out, true
+		}
+	}
+}
