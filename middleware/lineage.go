@@ -190,23 +190,6 @@ func (l *lineage) hashed() []phrase {
 	return l.phrases
 }
 
-// find returns the read a phrase came from, or -1.
-func find(ps []phrase, h uint64) int {
-	i, ok := slices.BinarySearchFunc(ps, h&^readBits, func(p phrase, k uint64) int {
-		switch {
-		case p.key() < k:
-			return -1
-		case p.key() > k:
-			return 1
-		}
-		return 0
-	})
-	if !ok {
-		return -1
-	}
-	return ps[i].read()
-}
-
 // drop lets go of what the agent read: its handling was answered.
 func (l *lineage) drop() {
 	l.mu.Lock()
