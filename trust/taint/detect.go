@@ -73,9 +73,12 @@ func (m *Model) Detect(text []byte) Signal {
 		parts = [2][]byte{text[:DetectHead], text[len(text)-DetectTail:]}
 		unscored = len(text) - DetectHead - DetectTail
 	}
-	sig := Scan(parts[0])
+	sig, longest0 := scan(parts[0])
+	longest := [2]int{longest0}
 	if parts[1] != nil {
-		sig = mergeSignals(sig, Scan(parts[1]))
+		var tail Signal
+		tail, longest[1] = scan(parts[1])
+		sig = mergeSignals(sig, tail)
 	}
 	sc := detectPool.Get().(*detectScratch)
 	defer detectPool.Put(sc)
@@ -95,6 +98,9 @@ func (m *Model) Detect(text []byte) Signal {
 		}
 		if p, from := m.score(&sc.text, part); p > best.p || i == 0 {
 			best.p, best.from, best.part, best.run = p, from, i, nil
+		}
+		if longest[i] < minEncoded {
+			continue // no run to decode: encodedRuns would find none
 		}
 		encodedRuns(part, func(run []byte, isHex bool) bool {
 			if decoded >= maxDecodedTotal {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -141,6 +142,37 @@ func FuzzParseModel(f *testing.F) {
 		out, err := m.MarshalBinary()
 		if err != nil || !bytes.Equal(out, in) {
 			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
+
+// FuzzLongestRun holds the run length scan reports, by which Detect skips
+// looking for encoded payloads, to the runs encodedRuns finds: it is the
+// longest run of base64 characters, and below minEncoded there is none to
+// decode.
+func FuzzLongestRun(f *testing.F) {
+	for _, s := range []string{"", "QWxhZGRpbjpvcGVuIHNlc2FtZQ==", "deadbeefdeadbeefdeadbeefdeadbeef",
+		"é" + strings.Repeat("a1B", 9) + "é", "data:text/plain;base64,SGVsbG8gd29ybGQgaGVsbG8gd29ybGQ=", "x\n" + strings.Repeat("Zm9v", 6)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		_, got := scan(in)
+		want, run := 0, 0
+		for _, c := range in {
+			if blobClass[c]&b64Char != 0 {
+				run++
+				want = max(want, run)
+			} else {
+				run = 0
+			}
+		}
+		if got != want {
+			t.Fatalf("%q: scan reports a longest run of %d, want %d", in, got, want)
+		}
+		runs := 0
+		encodedRuns(in, func([]byte, bool) bool { runs++; return true })
+		if got < minEncoded && runs > 0 {
+			t.Fatalf("%q: longest run %d, under %d, but encodedRuns found %d", in, got, minEncoded, runs)
 		}
 	})
 }

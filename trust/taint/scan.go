@@ -343,6 +343,14 @@ var scanPool = sync.Pool{New: func() any { return new(scanScratch) }}
 // signal, not a guarantee: an injection can be phrased in words no list
 // anticipates, and a page about prompt injection scores high.
 func Scan(text []byte) Signal {
+	sig, _ := scan(text)
+	return sig
+}
+
+// scan is Scan, and the longest run of base64 characters in text (hex
+// digits are among them), which tells Detect whether any run is long
+// enough to decode.
+func scan(text []byte) (Signal, int) {
 	sc := scanPool.Get().(*scanScratch)
 	defer scanPool.Put(sc)
 	sc.found = [numKinds]bool{}
@@ -350,7 +358,7 @@ func Scan(text []byte) Signal {
 	sc.what = [numKinds]string{}
 
 	sc.scanPhrases(text)
-	sc.scanRaw(text)
+	longest := sc.scanRaw(text)
 
 	var sig Signal
 	keep := 1.0
@@ -382,7 +390,7 @@ func Scan(text []byte) Signal {
 	if sig.Score < 0 {
 		sig.Score = 0
 	}
-	return sig
+	return sig, longest
 }
 
 func (sc *scanScratch) scanPhrases(text []byte) {
@@ -410,7 +418,9 @@ var rawSpecial = func() (t [256]bool) {
 	return t
 }()
 
-func (sc *scanScratch) scanRaw(text []byte) {
+// scanRaw looks for the structural signs in text as it is, and returns the
+// longest run of base64 characters in it.
+func (sc *scanScratch) scanRaw(text []byte) int {
 	sc.roleLine(text)
 	b64Run, b64Max, hexRun, hexMax := 0, 0, 0, 0
 	flagEnd := -1 // the end of the last tag character of an emoji flag
@@ -452,6 +462,7 @@ func (sc *scanScratch) scanRaw(text []byte) {
 	if b64Max >= minBlob || hexMax >= minBlob {
 		sc.blobs(text)
 	}
+	return b64Max
 }
 
 // roleLine looks for a role name opening the line that starts text.
