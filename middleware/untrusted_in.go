@@ -112,6 +112,9 @@ type spanText struct {
 // spanTexts returns the text under every label: each string value under
 // its pointer in a JSON body, or the whole of a text body.
 func spanTexts(d *inboundDoc, in *Info, labels trust.Labels) []spanText {
+	if len(labels.Spans) == 0 {
+		return nil // only unscanned: no text is labelled
+	}
 	if d.json && !d.decoded && wholeBody(labels) {
 		if strs, ok := jsonStrings(d.body); ok {
 			if len(labels.Spans) == 1 {

@@ -35,9 +35,11 @@ func (d *inboundDoc) doc() any {
 
 // mayCarryMarks reports whether body may hold a mark of untrusted content
 // (a "trust": "untrusted" member, see markedSpans): the word itself, or an
-// escape that could spell it.
+// escape that could spell one of its letters (\u00XX: so that text escaped
+// for other characters, non-ASCII letters or Go's \u003c, is not parsed
+// for marks it cannot hold).
 func mayCarryMarks(body []byte) bool {
-	return bytes.Contains(body, []byte(untrustedWord)) || bytes.Contains(body, []byte(`\u`))
+	return bytes.Contains(body, []byte(untrustedWord)) || bytes.Contains(body, []byte(`\u00`))
 }
 
 const untrustedWord = "untrusted"

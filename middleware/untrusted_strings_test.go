@@ -89,6 +89,8 @@ func TestMayCarryMarks(t *testing.T) {
 		`{"artifacts":[{"trust":"untrusted","content":"x"}]}`: true,
 		`{"artifacts":[{"trust":"\u0075ntrusted"}]}`:          true,
 		`{"task":"summarise the page"}`:                       false,
+		`{"task":"r\u00e9sum\u00e9 \u2014 \u003cb\u003e"}`:    true, // \u00: could be a letter of the word
+		`{"task":"\u2014 \u4e2d\u6587"}`:                      false,
 	} {
 		if got := mayCarryMarks([]byte(body)); got != want {
 			t.Errorf("%s: %v, want %v", body, got, want)
