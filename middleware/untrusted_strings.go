@@ -35,11 +35,12 @@ func (d *inboundDoc) doc() any {
 
 // mayCarryMarks reports whether body may hold a mark of untrusted content
 // (a "trust": "untrusted" member, see markedSpans): the word itself, or an
-// escape that could spell one of its letters (\u00XX: so that text escaped
-// for other characters, non-ASCII letters or Go's \u003c, is not parsed
-// for marks it cannot hold).
+// escape that could spell one of its letters (all of them between 0x60 and
+// 0x7f: \u006X or \u007X), so that text escaped for other characters
+// (non-ASCII letters, Go's \u003c) is not parsed for marks it cannot hold.
 func mayCarryMarks(body []byte) bool {
-	return bytes.Contains(body, []byte(untrustedWord)) || bytes.Contains(body, []byte(`\u00`))
+	return bytes.Contains(body, []byte(untrustedWord)) ||
+		bytes.Contains(body, []byte(`\u006`)) || bytes.Contains(body, []byte(`\u007`))
 }
 
 const untrustedWord = "untrusted"

@@ -89,7 +89,9 @@ func TestMayCarryMarks(t *testing.T) {
 		`{"artifacts":[{"trust":"untrusted","content":"x"}]}`: true,
 		`{"artifacts":[{"trust":"\u0075ntrusted"}]}`:          true,
 		`{"task":"summarise the page"}`:                       false,
-		`{"task":"r\u00e9sum\u00e9 \u2014 \u003cb\u003e"}`:    true, // \u00: could be a letter of the word
+		`{"task":"r\u00e9sum\u00e9 \u2014 \u003cb\u003e"}`:    false, // no escape of a lower-case letter
+		`{"task":"UNTRUST\u0045D"}`:                           false, // marks are lower case
+		`{"task":"\u0074rusted"}`:                             true,
 		`{"task":"\u2014 \u4e2d\u6587"}`:                      false,
 	} {
 		if got := mayCarryMarks([]byte(body)); got != want {
