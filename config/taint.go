@@ -12,7 +12,8 @@ type Taint struct {
 	// Track turns fingerprinting on (default true); off, Baton still carries
 	// and enforces the labels it receives but finds no copies.
 	Track *bool `yaml:"track"`
-	// TTL is how long the agent's untrusted fingerprints are kept.
+	// TTL is how long the agent's untrusted fingerprints are kept after
+	// they were last written (with Redis, up to an eighth longer).
 	TTL Duration `yaml:"ttl"`
 	// MaxFingerprints bounds the fingerprints kept for the agent; the
 	// oldest half is dropped whole when it is reached. Default: 200000 with

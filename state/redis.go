@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,10 @@ type Redis struct {
 	renew     *redis.Script
 	swap      *redis.Script
 	release   *redis.Script
+	// markExpiries holds, per mark set, when this process last set its
+	// TTL (unix nanoseconds): see markExpiry.
+	marksMu      sync.Mutex
+	markExpiries map[string]int64
 }
 
 // NewRedis builds the client cfg describes: a single node from cfg.URL,

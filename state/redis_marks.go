@@ -28,10 +28,10 @@ func markField(h uint64) string {
 	return string(b[:])
 }
 
-// MarkAdd sends HSET, the TTL and HLEN together on the request path's
-// autopipeliner (plain commands: a script's own cost is several times
-// theirs); when the newer generation has reached max/2 members it is renamed
-// over the older.
+// MarkAdd sends HSET and HLEN together on the request path's autopipeliner
+// (plain commands: a script's own cost is several times theirs), with the
+// set's TTL when it is due (see markExpiry); when the newer generation has
+// reached max/2 members it is renamed over the older.
 func (r *Redis) MarkAdd(ctx context.Context, key string, members []uint64, val string, ttl time.Duration, max int) error {
 	if len(members) == 0 {
 		return nil
@@ -44,13 +44,26 @@ func (r *Redis) MarkAdd(ctx context.Context, key string, members []uint64, val s
 	for _, h := range members {
 		args = append(args, markField(h), val)
 	}
-	expire := redis.NewCmd(ctx, "persist", cur)
-	if ms := millis(ttl); ms > 0 {
-		expire = redis.NewCmd(ctx, "pexpire", cur, ms)
-	}
+	added := redis.NewIntCmd(ctx, args...)
 	n := redis.NewIntCmd(ctx, "hlen", cur)
-	if err := r.doAll(ctx, redis.NewIntCmd(ctx, args...), expire, n); err != nil {
+	cmds := []redis.Cmder{added, n}
+	expire := r.markExpiry(ctx, cur, ttl)
+	if expire != nil {
+		cmds = []redis.Cmder{added, expire, n}
+	}
+	if err := r.doAll(ctx, cmds...); err != nil {
+		if expire != nil {
+			r.forgetMarkExpiry(cur) // it may not have been set
+		}
 		return wrapRedis("mark add", err)
+	}
+	if expire == nil && n.Val() == added.Val() {
+		// This HSET made the set (a rotation had emptied the newer
+		// generation, or the set had lapsed): it has no TTL yet.
+		r.forgetMarkExpiry(cur)
+		if err := r.client.Process(ctx, r.markExpiry(ctx, cur, ttl)); err != nil {
+			return wrapRedis("mark add", err)
+		}
 	}
 	if half := max / 2; half > 0 && n.Val() >= int64(half) {
 		// Concurrent adders may both see the bound; a second RENAME finds
@@ -58,8 +71,39 @@ func (r *Redis) MarkAdd(ctx context.Context, key string, members []uint64, val s
 		if err := r.client.Rename(ctx, cur, prev).Err(); err != nil && err.Error() != "ERR no such key" {
 			return wrapRedis("mark rotate", err)
 		}
+		r.forgetMarkExpiry(cur) // the next add makes it anew
 	}
 	return nil
+}
+
+// markExpiry returns the command that sets the mark set's TTL when this
+// process last set it an eighth of ttl ago or more (or never), and nil when
+// that is not due. The TTL set is ttl and an eighth, so that members added
+// between two refreshes are kept at least ttl; a set whose members were
+// last added ttl ago is gone within an eighth of ttl more. With ttl 0 (no
+// expiry) the set is made persistent with every add.
+func (r *Redis) markExpiry(ctx context.Context, cur string, ttl time.Duration) redis.Cmder {
+	if millis(ttl) <= 0 {
+		return redis.NewCmd(ctx, "persist", cur)
+	}
+	now := time.Now().UnixNano()
+	r.marksMu.Lock()
+	defer r.marksMu.Unlock()
+	if last, ok := r.markExpiries[cur]; ok && now-last < int64(ttl/8) {
+		return nil
+	}
+	if r.markExpiries == nil {
+		r.markExpiries = make(map[string]int64, 1)
+	}
+	r.markExpiries[cur] = now
+	return redis.NewCmd(ctx, "pexpire", cur, millis(ttl+ttl/8))
+}
+
+// forgetMarkExpiry makes the next add of the set at cur set its TTL.
+func (r *Redis) forgetMarkExpiry(cur string) {
+	r.marksMu.Lock()
+	delete(r.markExpiries, cur)
+	r.marksMu.Unlock()
 }
 
 // MarksMayHold is always true: only a round trip could tell; see Store.
