@@ -170,7 +170,7 @@ func TestRedisCommandsPerHandoff(t *testing.T) {
 			post("http://"+mB.EgressAddr()+"/mcp", "b", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_web","arguments":{"query":"q %d"}}}`, i, i),
 				"Mcp-Session-Id", "s-1", "Accept", "application/json, text/event-stream")
 		}},
-		{"a handling with a journaled model call", 11, func(i int) {
+		{"a handling with a journaled model call", 9, func(i int) {
 			// A caller's request to a, whose agent asks the model once: the
 			// receipt, the dedupe window, the journal's load and append.
 			post(fmt.Sprintf("http://%s/task?q=%d", aB.IngressAddr(), i), "", `{"task":"ask"}`)

@@ -7,13 +7,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Append sends RPUSH and PEXPIRE (PERSIST for no ttl) in one MULTI, so that
-// the log and its TTL change together.
+// Append sends RPUSH and PEXPIRE (PERSIST for no ttl) in one pipeline: one
+// write, whose commands Redis runs one after the other (another client's
+// command may come between, as between any two appends). No MULTI: its
+// MULTI and EXEC would double the commands of every journaled call, to
+// guard against a list whose TTL a connection cut between the two left
+// unset, which the next append to it sets.
 func (r *Redis) Append(ctx context.Context, key string, val []byte, ttl time.Duration) (int64, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	k := r.Key(key)
-	pipe := r.client.TxPipeline()
+	pipe := r.client.Pipeline()
 	n := pipe.RPush(ctx, k, val)
 	expireCmd(ctx, pipe, k, ttl)
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -23,10 +27,9 @@ func (r *Redis) Append(ctx context.Context, key string, val []byte, ttl time.Dur
 }
 
 // AppendCounting sends Append's RPUSH and PEXPIRE and IndexIncr's ZINCRBYs
-// and PEXPIRE in one pipeline. The two keys are in different slots, which
-// one MULTI cannot span on Cluster; the log's RPUSH and PEXPIRE go in the
-// same write and run one after the other, as Append's MULTI runs them, but
-// for another client's command that may come between.
+// and PEXPIRE in one pipeline, as Append sends its own (the two keys may be
+// in different slots: on Cluster go-redis sends each node its part, in one
+// round trip).
 func (r *Redis) AppendCounting(ctx context.Context, key string, val []byte, ttl time.Duration, counts Counts) (int64, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
