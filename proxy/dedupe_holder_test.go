@@ -319,7 +319,7 @@ func TestDedupePausedBatonIsFenced(t *testing.T) {
 	}
 	select {
 	case got := <-answer:
-		if !strings.HasPrefix(got, http.StatusText(409)) {
+		if !strings.HasPrefix(got, http.StatusText(http.StatusConflict)) {
 			t.Errorf("the resumed Baton answered %q, want 409 in flight", got)
 		}
 	case <-time.After(30 * time.Second):

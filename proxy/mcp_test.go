@@ -339,7 +339,7 @@ func TestMCPMetricsDocumented(t *testing.T) {
 	for _, sp := range a.spans.Ended() {
 		attrs := map[string]string{}
 		for _, kv := range sp.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		named = named || (attrs["mcp.method.name"] == "tools/call" && attrs["gen_ai.tool.name"] == "search_web" && attrs["mcp.session.id"] != "")
 	}

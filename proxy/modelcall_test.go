@@ -251,7 +251,7 @@ func TestModelCallsUnderstood(t *testing.T) {
 				spans++
 				attrs := map[string]string{}
 				for _, kv := range sp.Attributes() {
-					attrs[string(kv.Key)] = kv.Value.Emit()
+					attrs[string(kv.Key)] = kv.Value.String()
 				}
 				if sp.SpanContext().TraceID().String() != trace || attrs["gen_ai.operation.name"] != "chat" ||
 					attrs["gen_ai.provider.name"] != "openai" || attrs["gen_ai.request.model"] != "gpt-4.1-mini" ||
