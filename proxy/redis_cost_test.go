@@ -1,13 +1,11 @@
 package proxy_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,27 +16,6 @@ import (
 	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/state/redistest"
 )
-
-// redisCommands returns the commands a Redis served, by name, from INFO
-// commandstats.
-func redisCommands(t *testing.T, rc *redis.Client) map[string]int {
-	t.Helper()
-	info, err := rc.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int{}
-	for line := range strings.SplitSeq(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-		n, _ := strconv.Atoi(calls)
-		out[strings.TrimPrefix(name, "cmdstat_")] = n
-	}
-	return out
-}
 
 // redisCost runs n handoffs from a to b (send makes one), both Batons on
 // one private Redis, once warmed up, and returns the commands Redis served
@@ -74,10 +51,10 @@ func settled(t *testing.T, rc *redis.Client) map[string]int {
 	quiet := func(m map[string]int) int {
 		return m["hsetnx"] + m["hset"] + m["set"] + m["evalsha"] + m["rpush"] + m["zincrby"]
 	}
-	last, since := redisCommands(t, rc), time.Now()
+	last, since := redistest.Commands(t, rc), time.Now()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(25 * time.Millisecond)
-		cur := redisCommands(t, rc)
+		cur := redistest.Commands(t, rc)
 		if quiet(cur) != quiet(last) {
 			last, since = cur, time.Now()
 			continue

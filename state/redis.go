@@ -20,8 +20,8 @@ const DefaultPrefix = "baton:"
 
 // Redis is the Store shared by several Batons, on Redis 7.0 or later through
 // a go-redis UniversalClient. Every operation is a single command, a
-// pipeline, a script or a MULTI block, bounded by the configured op timeout as well as by its
-// context. After a network error or timeout its outcome is unknown: see
+// pipeline, a script or a MULTI block, bounded by the configured op timeout
+// as well as by its context. After a network error or timeout its outcome is unknown: see
 // noRetries for why the client does not replay it.
 type Redis struct {
 	client redis.UniversalClient

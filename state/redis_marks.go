@@ -46,15 +46,16 @@ func (r *Redis) MarkAdd(ctx context.Context, key string, members []uint64, val s
 	}
 	added := redis.NewIntCmd(ctx, args...)
 	n := redis.NewIntCmd(ctx, "hlen", cur)
-	cmds := []redis.Cmder{added, n}
 	expire := r.markExpiry(ctx, cur, ttl)
+	var err error
 	if expire != nil {
-		cmds = []redis.Cmder{added, expire, n}
-	}
-	if err := r.doAll(ctx, cmds...); err != nil {
-		if expire != nil {
+		if err = r.doAll(ctx, added, expire, n); err != nil {
 			r.forgetMarkExpiry(cur) // it may not have been set
 		}
+	} else {
+		err = r.doAll(ctx, added, n)
+	}
+	if err != nil {
 		return wrapRedis("mark add", err)
 	}
 	if expire == nil && n.Val() == added.Val() {

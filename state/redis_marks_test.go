@@ -26,7 +26,7 @@ func TestRedisMarkSetTTL(t *testing.T) {
 	ctx := context.Background()
 	pexpires := func() int {
 		t.Helper()
-		return commandCalls(t, rc, "pexpire")
+		return redistest.Commands(t, rc)["pexpire"]
 	}
 	const ttl = 8 * time.Hour
 	const key = "taint:{agent}"
@@ -99,26 +99,4 @@ func TestRedisMarkSetTTL(t *testing.T) {
 	if vals[0] != "" || vals[1] != "src" || vals[2] != "src" || vals[3] != "" {
 		t.Errorf("lookup = %q, want [\"\" src src \"\"] (1 went with the lapsed set)", vals)
 	}
-}
-
-// commandCalls returns how many times Redis has run the command name.
-func commandCalls(t *testing.T, rc *redis.Client, name string) int {
-	t.Helper()
-	info, err := rc.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+name+":calls="); ok {
-			n := 0
-			for _, c := range rest {
-				if c < '0' || c > '9' {
-					break
-				}
-				n = n*10 + int(c-'0')
-			}
-			return n
-		}
-	}
-	return 0
 }
