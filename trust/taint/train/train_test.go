@@ -85,3 +85,26 @@ func TestTrainRefusesATinyCorpus(t *testing.T) {
 		t.Fatal("trained on a corpus with nothing to tune on")
 	}
 }
+
+// TestWilson: the interval matches published values (Newcombe 1998, table
+// I: 81 of 263 gives 0.2553–0.3662; 15 of 148 gives 0.0624–0.1605), holds
+// its share, and stays within [0, 1] at the ends.
+func TestWilson(t *testing.T) {
+	for _, c := range []struct {
+		n, of  int
+		lo, hi float64
+	}{{81, 263, 0.2553, 0.3662}, {15, 148, 0.0624, 0.1605}, {0, 10, 0, 0.2775}, {10, 10, 0.7225, 1}} {
+		lo, hi := wilson(c.n, c.of)
+		if d := max(abs(lo-c.lo), abs(hi-c.hi)); d > 5e-4 {
+			t.Errorf("wilson(%d, %d) = %.4f–%.4f, want %.4f–%.4f", c.n, c.of, lo, hi, c.lo, c.hi)
+		}
+		if p := float64(c.n) / float64(c.of); p < lo-1e-9 || p > hi+1e-9 {
+			t.Errorf("wilson(%d, %d) = %.4f–%.4f leaves out %.4f", c.n, c.of, lo, hi, p)
+		}
+	}
+	if got := interval(0, 0); got != "–" {
+		t.Errorf("interval(0, 0) = %q", got)
+	}
+}
+
+func abs(x float64) float64 { return max(x, -x) }
