@@ -70,8 +70,8 @@ func settled(t *testing.T, rc *redis.Client) map[string]int {
 var costRedis *redistest.Server
 
 // TestRedisCommandsPerHandoff counts what one handoff between two Batons
-// on Redis costs Redis, by kind of handoff, on defaults: the figures
-// docs/records.md's table shows. The background work of a Baton (its
+// on Redis costs Redis, by kind of handoff, on defaults, and what a request
+// through a chain of three costs: the figures docs/records.md's table shows. The background work of a Baton (its
 // holder's mark, its mesh announcement) is in the counts too, spread over
 // the handoffs. The plain body is too short to fingerprint; the 512-byte
 // one is not, and its sender has no identity key, so a looks its text up
@@ -83,6 +83,26 @@ func TestRedisCommandsPerHandoff(t *testing.T) {
 	t.Cleanup(model.Close)
 	store := fmt.Sprintf("store: {redis: {url: %q}}\n", costRedis.URL())
 	bB := startBaton(t, "agent: b\nupstream: "+ag.URL+"\nlog_level: warn\n"+store+"edges: [{from: a}, {from: m, mcp: {}}]\n", nil)
+	// A chain of three: a hands off to r, whose agent hands each task on to
+	// c through its Baton as agents are written, with no trace context.
+	cB := startBaton(t, "agent: c\nupstream: "+ag.URL+"\nlog_level: warn\n"+store+"edges: [{from: r}]\n", nil)
+	var rEgress atomic.Pointer[string]
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequest(http.MethodPost, "http://"+*rEgress.Load()+"/task", strings.NewReader(string(body)))
+		req.Host = "c"
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(relay.Close)
+	rB := startBaton(t, "agent: r\nupstream: "+relay.URL+"\nlog_level: warn\n"+store+
+		"peers: {c: {url: http://"+cB.IngressAddr()+"}}\nedges: [{from: a}, {to: c}]\n", nil)
+	re := rB.EgressAddr()
+	rEgress.Store(&re)
 	// a hands off to b; m is a's agent under another name, its edge to b MCP.
 	// a's agent asks the model once per request it handles.
 	var aEgress atomic.Pointer[string]
@@ -98,7 +118,7 @@ func TestRedisCommandsPerHandoff(t *testing.T) {
 	}))
 	t.Cleanup(asker.Close)
 	aB := startBatonWith(t, "agent: a\nupstream: "+asker.URL+"\nlog_level: warn\n"+store+
-		"peers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}, {from: web, callers: {bearer: {tokens_env: WEB_TOKENS}}, chain_budget: {from_header: true}},\n"+
+		"peers: {b: {url: http://"+bB.IngressAddr()+"}, r: {url: http://"+rB.IngressAddr()+"}}\nedges: [{to: b}, {to: r}, {from: web, callers: {bearer: {tokens_env: WEB_TOKENS}}, chain_budget: {from_header: true}},\n"+
 		"  {from: caller, callers: {anonymous: true}}]\n"+
 		"external: {routes: [{name: llm, url: \""+model.URL+"/\", api: openai}]}\njournal: {hosts: [\""+strings.TrimPrefix(model.URL, "http://")+"\"]}\n", nil,
 		func(o *proxy.Options) {
@@ -139,6 +159,9 @@ func TestRedisCommandsPerHandoff(t *testing.T) {
 		{"plain", 15, func(i int) { post("http://"+aB.EgressAddr()+"/task", "b", fmt.Sprintf(`{"task":"plain %d"}`, i)) }},
 		{"plain, 512 bytes of text", 19, func(i int) {
 			post("http://"+aB.EgressAddr()+"/task", "b", fmt.Sprintf(`{"task":"summarize %d","text":%q}`, i, proseOf(i, 460)))
+		}},
+		{"a chain of three, a → r → c (a request: two handoffs)", 40, func(i int) {
+			post("http://"+aB.EgressAddr()+"/task", "r", fmt.Sprintf(`{"task":"chain %d"}`, i))
 		}},
 		{"a2a", 15, func(i int) {
 			post("http://"+aB.EgressAddr()+"/task", "b", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":{"messageId":"m-%d","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`, i, i))
