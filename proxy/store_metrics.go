@@ -47,13 +47,14 @@ const (
 	opPing
 	opTouch
 	opAppendCounting
+	opChainTail
 	nStoreOps
 )
 
 var storeOpNames = [nStoreOps]string{"claim", "claim_many", "renew", "swap", "release", "get", "set", "delete",
 	"append", "range", "index_add", "index_incr", "index_range", "index_remove", "index_count", "append_chained", "read_chain",
 	"attached", "mark_add",
-	"mark_lookup", "ping", "touch", "append_counting"}
+	"mark_lookup", "ping", "touch", "append_counting", "chain_tail"}
 
 // measureStore wraps s; without metrics it is s.
 func measureStore(s state.Store, m *middleware.Metrics, indexed func()) state.Store {
@@ -203,6 +204,13 @@ func (s *measuredStore) AppendChained(ctx context.Context, links []state.Link) (
 	res, err := s.Store.AppendChained(ctx, links)
 	s.ops[opAppendChained].Done(start, err)
 	return res, err
+}
+
+func (s *measuredStore) ChainTail(ctx context.Context, log string) (string, error) {
+	start := time.Now()
+	tail, err := s.Store.ChainTail(ctx, log)
+	s.ops[opChainTail].Done(start, err)
+	return tail, err
 }
 
 func (s *measuredStore) ReadChain(ctx context.Context, log string) (state.Chain, error) {

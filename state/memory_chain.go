@@ -158,6 +158,20 @@ func (m *Memory) ReadChain(_ context.Context, log string) (Chain, error) {
 	return c, nil
 }
 
+// ChainTail derives the chain's tail from its last entry.
+func (m *Memory) ChainTail(_ context.Context, log string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.live(log, m.now())
+	if e == nil {
+		return "", nil
+	}
+	if e.kind != kindChain {
+		return "", ErrWrongKind
+	}
+	return chainTail(e.log), nil
+}
+
 // Attached returns a copy of the value attached under name.
 func (m *Memory) Attached(_ context.Context, log, name string) ([]byte, error) {
 	m.mu.Lock()

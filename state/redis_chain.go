@@ -236,6 +236,39 @@ func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]lear
 	return out, nil
 }
 
+// ChainTail finds the chain's last entry tailProbe entries at a time from
+// the first (one HMGET for a chain of fewer than tailProbe entries, as a
+// trace's mostly is), and hashes it.
+func (r *Redis) ChainTail(ctx context.Context, log string) (string, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	key := r.Key(log)
+	fields := make([]string, tailProbe)
+	for from := int64(1); ; from += tailProbe - 1 {
+		for k := range fields {
+			fields[k] = entryField(from + int64(k))
+		}
+		vals, err := r.client.HMGet(ctx, key, fields...).Result()
+		if err != nil {
+			return "", wrapRedis("chain tail", err)
+		}
+		last := -1
+		for k, v := range vals {
+			if v == nil {
+				break
+			}
+			last = k
+		}
+		switch {
+		case last < 0:
+			return "", nil // no entry at from: from is 1, or the chain shrank meanwhile
+		case last < len(vals)-1:
+			entry, _ := vals[last].(string)
+			return ChainTail(from+int64(last), []byte(entry)), nil
+		}
+	}
+}
+
 // ReadChain reads the hash's field names, then its entries. The tail is the
 // ChainTail of the last entry, or only the number of the last marker when
 // that entry is gone.

@@ -21,6 +21,7 @@ func chainCases() []testCase {
 		{"AppendChained/ttl", testChainTTL},
 		{"AppendChained/concurrent writers keep one chain", testChainConcurrent},
 		{"ReadChain/absent chain", testChainAbsent},
+		{"ChainTail/its last entry's, however long the chain", testChainTail},
 		{"ClaimMany", testClaimMany},
 	}
 }
@@ -222,6 +223,34 @@ func testChainTTL(t *testing.T, s state.Store) {
 func testChainAbsent(t *testing.T, s state.Store) {
 	wantChain(t, s, chainKey(t, "none"))
 	wantAttached(t, s, chainKey(t, "none"), "cp", "")
+}
+
+// testChainTail: an absent chain has no tail; a chain's is its last
+// entry's, for chains shorter and longer than one read of Redis's probe, and
+// one whose length is a multiple of it.
+func testChainTail(t *testing.T, s state.Store) {
+	log := chainKey(t, "log")
+	tail := func() string {
+		t.Helper()
+		got, err := s.ChainTail(t.Context(), log)
+		must(t, "ChainTail", err)
+		return got
+	}
+	if got := tail(); got != "" {
+		t.Fatalf("ChainTail of an absent chain = %q, want none", got)
+	}
+	n := 0
+	for _, upTo := range []int{1, 3, 15, 16, 31, 40} {
+		for n < upTo {
+			n++
+			if r := link1(t, s, state.Link{Log: log, Seq: int64(n), Entry: []byte("x" + strconv.Itoa(n)), TTL: long}); !r.OK {
+				t.Fatalf("link %d: %+v", n, r)
+			}
+		}
+		if got, want := tail(), tailOf(n, "x"+strconv.Itoa(n)); got != want {
+			t.Fatalf("ChainTail of %d entries = %q, want %q", n, got, want)
+		}
+	}
 }
 
 func testChainConcurrent(t *testing.T, s state.Store) {
