@@ -62,7 +62,7 @@ func Handle(hs Handlings) func(http.Handler) http.Handler {
 					in.Key, in.KeyDerived = quoted[1:len(quoted)-1], true
 				}
 			}
-			h := &Handling{ID: in.RecordID, TraceID: in.TraceID, Hop: in.Hop, From: in.From,
+			h := &Handling{ID: in.RecordID, TraceID: in.TraceID, Hop: in.Hop, From: in.From, Parent: in.ParentRecord,
 				Key: ScopeKey(in.From, in.To, in.Key), Started: in.Start, Work: setsToWork(r, in),
 				Budget: in.ChainBudget, BudgetNote: in.BudgetNote}
 			if h.Started.IsZero() {

@@ -39,6 +39,10 @@ type Handling struct {
 	Flags  trace.TraceFlags
 	Hop    int
 	From   string
+	// Parent is the record of the inbound handoff in the sending Baton (its
+	// Baton-Record), empty when what sent it runs no Baton or recorded
+	// nothing: the trace's chain has the sender's entries.
+	Parent string
 	// Work reports that the inbound request may set the agent to work (not
 	// a read beside another handling: handle.go): only such handlings count
 	// for the one-in-flight rule of correlation.

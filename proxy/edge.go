@@ -176,6 +176,9 @@ func (e *edge) newRecord(req *http.Request, in *middleware.Info) *record.Record 
 	if in.Call != nil {
 		rec.Position = in.Call.Position()
 	}
+	if h := in.Handling; h != nil && h.Parent != "" && h.TraceID == in.TraceID {
+		rec.FollowsPeer(h.From) // the trace's chain has the peer's entries
+	}
 	if sc := trace.SpanContextFromContext(req.Context()); sc.IsValid() {
 		rec.SpanID = sc.SpanID().String()
 	}

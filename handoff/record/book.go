@@ -20,6 +20,7 @@ import (
 type Store interface {
 	AppendChained(ctx context.Context, links []state.Link) ([]state.LinkResult, error)
 	ReadChain(ctx context.Context, log string) (state.Chain, error)
+	ChainTail(ctx context.Context, log string) (string, error)
 	Attached(ctx context.Context, log, name string) ([]byte, error)
 	IndexAdd(ctx context.Context, key, member string, score float64, ttl time.Duration) error
 	IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]state.Scored, error)
@@ -58,6 +59,7 @@ type Book struct {
 	log       *slog.Logger
 
 	tails  tailCache
+	probes probes // how reads of peers' traces' tails went (expect.go)
 	queue  chan queued
 	done   chan struct{}
 	linger time.Duration
@@ -117,6 +119,9 @@ func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 	}
 	for _, r := range recs {
 		r.encodeCheckpoint()
+	}
+	if b.local == nil {
+		b.readTails(ctx, recs)
 	}
 	b.mu.RLock()
 	if b.closed || (b.local != nil && !anyQueued(recs)) {

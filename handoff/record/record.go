@@ -168,6 +168,7 @@ type Record struct {
 	checkpoint   []byte // the checkpoint encoded by the first write, until it is stored
 	stored       bool   // a snapshot is in the chain: later writes are Updates
 	queued       bool   // a write of it went through the Book's queue
+	peer         string // the peer it follows (FollowsPeer)
 }
 
 // Update is what changes in a record after its first write. The first entry
