@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonproxy/baton/config"
 	"github.com/batonproxy/baton/state"
+	"github.com/batonproxy/baton/state/redistest"
 )
 
 // BenchmarkChainHops is one request through a chain of three Batons in
@@ -28,6 +29,31 @@ func BenchmarkChainHops(b *testing.B) { chainHops(b, true) }
 // at its Baton, which writes the traceparent it continues.
 func BenchmarkChainHopsForwardingNothing(b *testing.B) { chainHops(b, false) }
 
+// BenchmarkChainHopsRedis is BenchmarkChainHopsForwardingNothing with the
+// three Batons on one Redis (a private redis-server), as a mesh shares one:
+// the chain's records, dedupe windows and fingerprints are Redis round
+// trips, one request at a time (ns/op is the chain's latency).
+func BenchmarkChainHopsRedis(b *testing.B) {
+	url := redistest.Start(b).URL()
+	store := func() state.Store {
+		s, err := state.NewRedis(config.Redis{URL: url})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}
+	call := chainCallerOn(b, false, store)
+	b.ReportAllocs()
+	start := cpuTime()
+	for b.Loop() {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
 func chainHops(b *testing.B, forward bool) {
 	call := chainCaller(b, forward)
 	b.ReportAllocs()
@@ -43,6 +69,11 @@ func chainHops(b *testing.B, forward bool) {
 // chainCaller starts BenchmarkChainHops's chain and returns one request
 // through it, its answer read whole and checked.
 func chainCaller(tb testing.TB, forward bool) func() error {
+	return chainCallerOn(tb, forward, benchMemory)
+}
+
+// chainCallerOn is chainCaller with each Baton's store made by store.
+func chainCallerOn(tb testing.TB, forward bool, store func() state.Store) func() error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	cAgent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -71,11 +102,11 @@ func chainCaller(tb testing.TB, forward bool) func() error {
 		w.WriteHeader(resp.StatusCode)
 	}))
 	tb.Cleanup(bAgent.Close)
-	cB := startBaton(tb, "agent: c\nupstream: "+cAgent.URL+"\nlog_level: warn\n", benchMemory())
-	bB := startBaton(tb, "agent: b\nupstream: "+bAgent.URL+"\nlog_level: warn\npeers: {c: {url: http://"+cB.IngressAddr()+"}}\n", benchMemory())
+	cB := startBaton(tb, "agent: c\nupstream: "+cAgent.URL+"\nlog_level: warn\n", store())
+	bB := startBaton(tb, "agent: b\nupstream: "+bAgent.URL+"\nlog_level: warn\npeers: {c: {url: http://"+cB.IngressAddr()+"}}\n", store())
 	egress := bB.EgressAddr()
 	bEgress.Store(&egress)
-	aB := startBaton(tb, "agent: a\nupstream: http://127.0.0.1:1\nlog_level: warn\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\n", benchMemory())
+	aB := startBaton(tb, "agent: a\nupstream: http://127.0.0.1:1\nlog_level: warn\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\n", store())
 	return poster("http://"+aB.EgressAddr()+"/work", "b", `{"task":"x"}`)
 }
 
