@@ -221,15 +221,16 @@ func (b *Book) flusher() {
 		items = b.collect(append(items[:0], q), timer)
 		batch = batch[:0]
 		for i := range items {
+			items[i].rec.waiter = items[i].done // told as soon as it is stored (wasStored)
 			batch = append(batch, &items[i].rec)
 		}
 		err := b.flush(batch)
 		if err != nil {
 			b.lost(batch, err)
 		}
-		for _, q := range items {
-			if q.done != nil {
-				q.done <- err
+		for i := range items {
+			if w := items[i].rec.waiter; w != nil {
+				w <- err // not stored (a nil error stores every record)
 			}
 		}
 	}
@@ -288,6 +289,9 @@ func (b *Book) collect(items []queued, timer *time.Timer) []queued {
 // that nothing is dropped silently.
 func (b *Book) lost(recs []*Record, err error) {
 	for _, r := range recs {
+		if r.stored {
+			continue // linked before the batch failed
+		}
 		b.failed.Add(1)
 		b.log.Error("record not stored", "record_id", r.ID, "trace_id", r.TraceID, "edge", r.Edge(),
 			"state", string(r.State), "status", r.Status, "idempotency_key", r.Key,

@@ -169,6 +169,7 @@ type Record struct {
 	stored       bool   // a snapshot is in the chain: later writes are Updates
 	queued       bool   // a write of it went through the Book's queue
 	peer         string // the peer it follows (FollowsPeer)
+	waiter       chan error // the Write waiting for this snapshot: the flusher's copy only
 }
 
 // Update is what changes in a record after its first write. The first entry
@@ -279,6 +280,12 @@ func (r *Record) wasStored() {
 	r.checkpointed = r.checkpointed || r.Request != nil
 	r.checkpoint = nil
 	r.stored = true
+	if r.waiter != nil {
+		// The writer goes on as soon as its record is in, not once the
+		// whole batch is (the relinks of other records' races).
+		r.waiter <- nil
+		r.waiter = nil
+	}
 }
 
 // Request is a stored outbound request: the checkpoint a handoff can be
