@@ -114,7 +114,7 @@ func TestBatonConfigs(t *testing.T) {
 
 	// What each 2hop row means, written out rather than derived from twoHops.
 	type want struct {
-		dedupeB, records, redisA, redisB, mcp, mtls bool
+		dedupeB, records, redisA, redisB, mcp, mtls, onePrefix bool
 	}
 	wants := map[string]want{
 		rowBaton2:                   {dedupeB: true, records: true},
@@ -125,6 +125,7 @@ func TestBatonConfigs(t *testing.T) {
 		rowBaton2RedisNoRecords:     {dedupeB: true, redisB: true},
 		rowBaton2RedisBoth:          {dedupeB: true, records: true, redisA: true, redisB: true},
 		rowBaton2RedisBothNoRecords: {dedupeB: true, redisA: true, redisB: true},
+		rowBaton2RedisMesh:          {dedupeB: true, records: true, redisA: true, redisB: true, onePrefix: true},
 		rowBaton2MCP:                {dedupeB: true, records: true, mcp: true},
 		rowBaton2MTLS:               {dedupeB: true, records: true, mtls: true},
 	}
@@ -179,8 +180,8 @@ func TestBatonConfigs(t *testing.T) {
 					t.Errorf("%s: store.redis: got %+v, want url %s and a bench: prefix\n%s", x.side, r, benchRedisURL, x.s.yaml())
 				}
 			}
-			if w.redisA && w.redisB && ca.Store.Redis.Prefix == cb.Store.Redis.Prefix {
-				t.Errorf("A and B share the Redis prefix %q, want one each", ca.Store.Redis.Prefix)
+			if w.redisA && w.redisB && (ca.Store.Redis.Prefix == cb.Store.Redis.Prefix) != w.onePrefix {
+				t.Errorf("Redis prefixes: A %q, B %q; want one for both %v", ca.Store.Redis.Prefix, cb.Store.Redis.Prefix, w.onePrefix)
 			}
 			outA, _ := ca.OutEdge("bench-b")
 			inB, _ := cb.InEdge("bench-a")

@@ -65,7 +65,7 @@ var rowNames = []string{
 	rowDirect, rowFloor, rowBaton1Core, rowBaton1,
 	rowBaton2NoDedupe, rowBaton2, rowBaton2NoRecords, rowBaton2MTLS, rowBaton2MCP,
 	rowBaton2RedisNoDedupe, rowBaton2Redis, rowBaton2RedisNoRecords,
-	rowBaton2RedisBoth, rowBaton2RedisBothNoRecords,
+	rowBaton2RedisBoth, rowBaton2RedisBothNoRecords, rowBaton2RedisMesh,
 	rowNginx, rowHAProxy,
 }
 
@@ -84,6 +84,7 @@ const (
 	rowBaton2RedisNoRecords     = "baton-2hop-redis-norecords"
 	rowBaton2RedisBoth          = "baton-2hop-redis-both"
 	rowBaton2RedisBothNoRecords = "baton-2hop-redis-both-norecords"
+	rowBaton2RedisMesh          = "baton-2hop-redis-mesh"
 	rowNginx                    = "nginx"
 	rowHAProxy                  = "haproxy"
 )

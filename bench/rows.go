@@ -279,6 +279,7 @@ type twoHop struct {
 	noRecords bool   // records: {enabled: false} on both Batons
 	mcp       bool   // the edge is MCP (edges[].mcp) and each request a tools/call
 	mtls      bool   // the Batons speak mutual TLS (tls), certificates from a CA made for the row
+	mesh      bool   // with redisA and redisB: one prefix for both, as a mesh on one Redis has
 }
 
 // twoHops are the baton-2hop rows, by name.
@@ -291,6 +292,7 @@ var twoHops = map[string]twoHop{
 	rowBaton2RedisNoRecords:     {redisB: true, noRecords: true},
 	rowBaton2RedisBoth:          {redisA: true, redisB: true},
 	rowBaton2RedisBothNoRecords: {redisA: true, redisB: true, noRecords: true},
+	rowBaton2RedisMesh:          {redisA: true, redisB: true, mesh: true},
 	rowBaton2MCP:                {mcp: true},
 	rowBaton2MTLS:               {mtls: true},
 }
@@ -307,12 +309,17 @@ func (v twoHop) specs(agentURL, logLevel string, rdb *benchRedis) (a, b batonSpe
 		name: v.row + "-b", agent: "bench-b", upstream: agentURL, logLevel: logLevel,
 		edgeFrom: []string{"bench-a"}, noDedupe: v.noDedupe, noRecords: v.noRecords, mcp: v.mcp,
 	}
-	// Each Baton gets its own prefix, as two deployments sharing a Redis would.
+	// Each Baton gets its own prefix, as two deployments sharing a Redis
+	// would; in the mesh row both get one, as Batons of one mesh do (a
+	// trace's records are then one chain that both write).
 	if v.redisA && rdb != nil {
 		a.redisURL, a.redisPrefix = benchRedisURL, rdb.newPrefix()
 	}
 	if v.redisB && rdb != nil {
 		b.redisURL, b.redisPrefix = benchRedisURL, rdb.newPrefix()
+		if v.mesh && v.redisA {
+			b.redisPrefix = a.redisPrefix
+		}
 	}
 	return a, b
 }
@@ -320,6 +327,8 @@ func (v twoHop) specs(agentURL, logLevel string, rdb *benchRedis) (a, b batonSpe
 // storeRole says whose store Redis is in the row, for the report.
 func (v twoHop) storeRole() string {
 	switch {
+	case v.redisA && v.redisB && v.mesh:
+		return "Baton A's and B's store, one prefix"
 	case v.redisA && v.redisB:
 		return "Baton A's and B's store"
 	case v.redisA:
