@@ -51,7 +51,7 @@ func TestWriteReturnsOnceItsRecordIsIn(t *testing.T) {
 	held := &heldRelinks{Store: s, release: make(chan struct{})}
 	b := record.NewBook(held, time.Hour, slog.New(slog.DiscardHandler))
 	defer b.Close()
-	record.SetLinger(b, time.Minute) // the queued record waits for the Write: one batch
+	record.SetLinger(b, time.Minute)        // the queued record waits for the Write: one batch
 	b.WriteLater(recordIn(traceNo(1), "b")) // entry 1 is taken: it needs a relink
 	done := make(chan error, 1)
 	go func() { done <- b.Write(ctx, recordIn(traceNo(2), "b")) }()

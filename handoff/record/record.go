@@ -164,11 +164,11 @@ type Record struct {
 	// map included, may change after that without changing the checkpoint.
 	Request *Request `json:"request,omitempty"`
 
-	checkpointed bool   // the checkpoint is stored
-	checkpoint   []byte // the checkpoint encoded by the first write, until it is stored
-	stored       bool   // a snapshot is in the chain: later writes are Updates
-	queued       bool   // a write of it went through the Book's queue
-	peer         string // the peer it follows (FollowsPeer)
+	checkpointed bool       // the checkpoint is stored
+	checkpoint   []byte     // the checkpoint encoded by the first write, until it is stored
+	stored       bool       // a snapshot is in the chain: later writes are Updates
+	queued       bool       // a write of it went through the Book's queue
+	peer         string     // the peer it follows (FollowsPeer)
 	waiter       chan error // the Write waiting for this snapshot: the flusher's copy only
 }
 
