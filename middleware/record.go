@@ -79,6 +79,9 @@ func Receipt(book RecordWriter) func(http.Handler) http.Handler {
 			if in.Delivered && rec.Status < 300 {
 				rec.Effects = SideEffectsOf(w.Header())
 			}
+			if in.ParentRecord != "" {
+				rec.FollowsPeer(in.From)
+			}
 			if in.Handling != nil {
 				rec.Journal = in.Handling.JournalSummary()
 				rec.Models = in.Handling.ModelSummary()

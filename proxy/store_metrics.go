@@ -47,14 +47,14 @@ const (
 	opPing
 	opTouch
 	opAppendCounting
-	opChainTail
+	opChainTails
 	nStoreOps
 )
 
 var storeOpNames = [nStoreOps]string{"claim", "claim_many", "renew", "swap", "release", "get", "set", "delete",
 	"append", "range", "index_add", "index_incr", "index_range", "index_remove", "index_count", "append_chained", "read_chain",
 	"attached", "mark_add",
-	"mark_lookup", "ping", "touch", "append_counting", "chain_tail"}
+	"mark_lookup", "ping", "touch", "append_counting", "chain_tails"}
 
 // measureStore wraps s; without metrics it is s.
 func measureStore(s state.Store, m *middleware.Metrics, indexed func()) state.Store {
@@ -206,11 +206,11 @@ func (s *measuredStore) AppendChained(ctx context.Context, links []state.Link) (
 	return res, err
 }
 
-func (s *measuredStore) ChainTail(ctx context.Context, log string) (string, error) {
+func (s *measuredStore) ChainTails(ctx context.Context, logs []string) ([]string, error) {
 	start := time.Now()
-	tail, err := s.Store.ChainTail(ctx, log)
-	s.ops[opChainTail].Done(start, err)
-	return tail, err
+	tails, err := s.Store.ChainTails(ctx, logs)
+	s.ops[opChainTails].Done(start, err)
+	return tails, err
 }
 
 func (s *measuredStore) ReadChain(ctx context.Context, log string) (state.Chain, error) {

@@ -99,7 +99,7 @@ func TestMeasuredStoreLabelsEachOp(t *testing.T) {
 		"index_count":    func() error { _, err := s.IndexCount(ctx, "i"); return err },
 		"append_chained": func() error { _, err := s.AppendChained(ctx, nil); return err },
 		"read_chain":     func() error { _, err := s.ReadChain(ctx, "ch"); return err },
-		"chain_tail":     func() error { _, err := s.ChainTail(ctx, "ch"); return err },
+		"chain_tails":    func() error { _, err := s.ChainTails(ctx, []string{"ch"}); return err },
 		"attached": func() error {
 			if _, err := s.Attached(ctx, "ch", "absent"); !errors.Is(err, state.ErrNotFound) {
 				return err

@@ -158,18 +158,23 @@ func (m *Memory) ReadChain(_ context.Context, log string) (Chain, error) {
 	return c, nil
 }
 
-// ChainTail derives the chain's tail from its last entry.
-func (m *Memory) ChainTail(_ context.Context, log string) (string, error) {
+// ChainTails derives each chain's tail from its last entry.
+func (m *Memory) ChainTails(_ context.Context, logs []string) ([]string, error) {
+	out := make([]string, len(logs))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.live(log, m.now())
-	if e == nil {
-		return "", nil
+	now := m.now()
+	for i, log := range logs {
+		e := m.live(log, now)
+		if e == nil {
+			continue
+		}
+		if e.kind != kindChain {
+			return nil, ErrWrongKind
+		}
+		out[i] = chainTail(e.log)
 	}
-	if e.kind != kindChain {
-		return "", ErrWrongKind
-	}
-	return chainTail(e.log), nil
+	return out, nil
 }
 
 // Attached returns a copy of the value attached under name.

@@ -236,37 +236,59 @@ func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]lear
 	return out, nil
 }
 
-// ChainTail finds the chain's last entry tailProbe entries at a time from
-// the first (one HMGET for a chain of fewer than tailProbe entries, as a
-// trace's mostly is), and hashes it.
-func (r *Redis) ChainTail(ctx context.Context, log string) (string, error) {
+// ChainTails finds each chain's last entry tailProbe entries at a time from
+// the first, the chains' reads in one pipeline (one HMGET each, and one
+// round trip in all, for chains of fewer than tailProbe entries, as a
+// trace's mostly are), and hashes it.
+func (r *Redis) ChainTails(ctx context.Context, logs []string) ([]string, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	key := r.Key(log)
-	fields := make([]string, tailProbe)
-	for from := int64(1); ; from += tailProbe - 1 {
-		for k := range fields {
-			fields[k] = entryField(from + int64(k))
-		}
-		vals, err := r.client.HMGet(ctx, key, fields...).Result()
-		if err != nil {
-			return "", wrapRedis("chain tail", err)
-		}
-		last := -1
-		for k, v := range vals {
-			if v == nil {
-				break
-			}
-			last = k
-		}
-		switch {
-		case last < 0:
-			return "", nil // no entry at from: from is 1, or the chain shrank meanwhile
-		case last < len(vals)-1:
-			entry, _ := vals[last].(string)
-			return ChainTail(from+int64(last), []byte(entry)), nil
-		}
+	out := make([]string, len(logs))
+	from := make([]int64, len(logs))
+	todo := make([]int, len(logs))
+	for i := range logs {
+		from[i], todo[i] = 1, i
 	}
+	for len(todo) > 0 {
+		cmds := make([]*redis.SliceCmd, len(todo))
+		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for n, i := range todo {
+				fields := make([]string, tailProbe)
+				for k := range fields {
+					fields[k] = entryField(from[i] + int64(k))
+				}
+				cmds[n] = p.HMGet(ctx, r.Key(logs[i]), fields...)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, wrapRedis("chain tails", err)
+		}
+		next := todo[:0]
+		for n, i := range todo {
+			vals := cmds[n].Val()
+			last := -1
+			for k, v := range vals {
+				if v == nil {
+					break
+				}
+				last = k
+			}
+			switch {
+			case last < 0:
+				// No entry at from: from is 1 (no chain), or the chain
+				// shrank meanwhile; either way it has no tail to follow.
+			case last == len(vals)-1:
+				from[i] += int64(len(vals)) - 1 // the chain goes on: look further
+				next = append(next, i)
+			default:
+				entry, _ := vals[last].(string)
+				out[i] = ChainTail(from[i]+int64(last), []byte(entry))
+			}
+		}
+		todo = next
+	}
+	return out, nil
 }
 
 // ReadChain reads the hash's field names, then its entries. The tail is the

@@ -73,10 +73,11 @@ type Store interface {
 	// ReadChain returns the chain at log: its entries in order and its
 	// tail. An absent chain is empty.
 	ReadChain(ctx context.Context, log string) (Chain, error)
-	// ChainTail returns the chain's tail (the ChainTail of its last entry),
-	// "" when it has no entries: what a writer that has not linked to the
-	// chain yet needs to link to it at once. Reads only what it must.
-	ChainTail(ctx context.Context, log string) (string, error)
+	// ChainTails returns the tail of each chain at logs (the ChainTail of
+	// its last entry), "" for one with no entries: what a writer that has
+	// not linked to a chain yet needs to link to it at once. One round trip
+	// for any number of chains shorter than a probe (16 entries in Redis).
+	ChainTails(ctx context.Context, logs []string) ([]string, error)
 	// Attached returns the value a link attached to the chain at log under
 	// name, or ErrNotFound.
 	Attached(ctx context.Context, log, name string) ([]byte, error)

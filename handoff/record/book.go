@@ -20,7 +20,7 @@ import (
 type Store interface {
 	AppendChained(ctx context.Context, links []state.Link) ([]state.LinkResult, error)
 	ReadChain(ctx context.Context, log string) (state.Chain, error)
-	ChainTail(ctx context.Context, log string) (string, error)
+	ChainTails(ctx context.Context, logs []string) ([]string, error)
 	Attached(ctx context.Context, log, name string) ([]byte, error)
 	IndexAdd(ctx context.Context, key, member string, score float64, ttl time.Duration) error
 	IndexRange(ctx context.Context, key string, min, max float64, offset, count int64) ([]state.Scored, error)
@@ -119,9 +119,6 @@ func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 	}
 	for _, r := range recs {
 		r.encodeCheckpoint()
-	}
-	if b.local == nil {
-		b.readTails(ctx, recs)
 	}
 	b.mu.RLock()
 	if b.closed || (b.local != nil && !anyQueued(recs)) {
@@ -244,6 +241,7 @@ func (b *Book) flush(batch []*Record) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	b.readTails(ctx, batch) // a peer's traces this Book has not linked to (expect.go)
 	return b.write(ctx, batch)
 }
 

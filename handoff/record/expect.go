@@ -2,32 +2,34 @@ package record
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// A Baton whose agent hands on a handoff it received from a peer Baton
-// writes the record of that handoff to a trace whose chain the peer has
-// written to already, in the store they share. A Book that has not linked
-// to the trace yet would number its first entry 1, find the number taken,
-// read the chain to learn its tail and link again: three round trips on the
-// request path, since the record is written before the handoff is sent.
-// Reading the tail first makes it two, and one command fewer. Records
-// written later (receipts, outcomes: WriteLater) keep linking at once: off
-// the request path, a refused first entry costs one command, and it finds
-// the sender's outcome linked meanwhile, where a tail read earlier would
-// race it.
+// A Baton that receives a handoff from a peer Baton writes its records to a
+// trace whose chain the peer has written to already, in the store they
+// share. A Book that has not linked to the trace yet would number its first
+// entry 1, find the number taken, read the chain to learn its tail and link
+// again. It reads the tail first instead, in the flusher, for all the
+// batch's records that follow a peer in one round trip: one command fewer
+// for a receipt, and for the record of a handoff the agent makes in turn,
+// written before that handoff is sent, two round trips on the request path
+// instead of three (the refused link carried the checkpoint). The read is
+// made when the record is about to be linked, not when the peer's handoff
+// arrives: by then the sender's outcome has mostly landed, which a tail
+// read earlier would race.
 //
 // The tail is only ever read from the store, never taken from what a peer
 // says: an entry's number and the tail it follows are the store's to tell.
 // A peer whose traces are not in this Book's store (its own Redis, its own
-// prefix) is read for once in reprobeEvery handoffs after a read found
-// nothing, so that such a deployment pays the round trip on one handoff in
-// that many.
+// prefix) is read for once in reprobeEvery records after a read found
+// nothing, so that such a deployment pays the read on one record in that
+// many.
 
-// reprobeEvery is how many handoffs of a peer's traces are written without
+// reprobeEvery is how many records of a peer's traces are written without
 // reading the tail first after a read found none of the trace's entries.
 const reprobeEvery = 32
 
@@ -35,9 +37,10 @@ const reprobeEvery = 32
 // counts start over (a miss costs a round trip, never correctness).
 const maxProbePeers = 1024
 
-// FollowsPeer marks rec as the record of a handoff made while handling one
-// from peer, whose Baton recorded it first: a synchronous write of it reads
-// the trace's tail before linking when the Book has not linked to the trace.
+// FollowsPeer marks rec as a record of a trace that came from peer, whose
+// Baton recorded the handoff first (a receipt, or the record of a handoff
+// made while handling one): a write of it reads the trace's tail before
+// linking when the Book has not linked to the trace.
 func (rec *Record) FollowsPeer(peer string) { rec.peer = peer }
 
 // probes counts, per peer, how the last reads of its traces' tails went.
@@ -83,22 +86,35 @@ func (p *probes) found(peer string, found bool) {
 	p.peers[peer] = s
 }
 
-// readTails reads, for each of recs that follows a peer (FollowsPeer) in a
-// trace this Book has not linked to, the trace's tail from the store. A
-// failed read leaves the write to link as it would have.
+// readTails reads, for the records of recs that follow a peer (FollowsPeer)
+// in traces this Book has not linked to, the traces' tails from the store,
+// all in one round trip. A failed read leaves the writes to link as they
+// would have.
 func (b *Book) readTails(ctx context.Context, recs []*Record) {
 	now := time.Now()
+	var logs []string
+	var read []*Record // the record each log is read for
 	for _, r := range recs {
-		if r.peer == "" || r.stored || b.tails.get(r.TraceID, now) != "" || !b.probes.due(r.peer) {
+		if r.peer == "" || r.stored || b.tails.get(r.TraceID, now) != "" {
 			continue
 		}
-		tail, err := b.store.ChainTail(ctx, chainKey(r.TraceID))
-		if err != nil {
+		log := chainKey(r.TraceID)
+		if slices.Contains(logs, log) || !b.probes.due(r.peer) {
 			continue
 		}
-		b.probes.found(r.peer, tail != "")
-		if tail != "" {
-			b.tails.learn(r.TraceID, tail, now)
+		logs, read = append(logs, log), append(read, r)
+	}
+	if len(logs) == 0 {
+		return
+	}
+	tails, err := b.store.ChainTails(ctx, logs)
+	if err != nil {
+		return
+	}
+	for i, r := range read {
+		b.probes.found(r.peer, tails[i] != "")
+		if tails[i] != "" {
+			b.tails.learn(r.TraceID, tails[i], now)
 		}
 	}
 }

@@ -23,11 +23,11 @@ type linkCounter struct {
 	tails, rounds, refused int
 }
 
-func (c *linkCounter) ChainTail(ctx context.Context, log string) (string, error) {
+func (c *linkCounter) ChainTails(ctx context.Context, logs []string) ([]string, error) {
 	c.mu.Lock()
-	c.tails++
+	c.tails += len(logs)
 	c.mu.Unlock()
-	return c.Store.ChainTail(ctx, log)
+	return c.Store.ChainTails(ctx, logs)
 }
 
 func (c *linkCounter) AppendChained(ctx context.Context, links []state.Link) ([]state.LinkResult, error) {

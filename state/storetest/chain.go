@@ -21,7 +21,7 @@ func chainCases() []testCase {
 		{"AppendChained/ttl", testChainTTL},
 		{"AppendChained/concurrent writers keep one chain", testChainConcurrent},
 		{"ReadChain/absent chain", testChainAbsent},
-		{"ChainTail/its last entry's, however long the chain", testChainTail},
+		{"ChainTails/each chain's last entry's, however long the chain", testChainTails},
 		{"ClaimMany", testClaimMany},
 	}
 }
@@ -225,19 +225,29 @@ func testChainAbsent(t *testing.T, s state.Store) {
 	wantAttached(t, s, chainKey(t, "none"), "cp", "")
 }
 
-// testChainTail: an absent chain has no tail; a chain's is its last
+// testChainTails: an absent chain has no tail; a chain's is its last
 // entry's, for chains shorter and longer than one read of Redis's probe, and
-// one whose length is a multiple of it.
-func testChainTail(t *testing.T, s state.Store) {
-	log := chainKey(t, "log")
-	tail := func() string {
+// one whose length is a multiple of it; several chains are read at once,
+// each for its own.
+func testChainTails(t *testing.T, s state.Store) {
+	log, short, none := chainKey(t, "log"), chainKey(t, "short"), chainKey(t, "none")
+	if r := link1(t, s, state.Link{Log: short, Seq: 1, Entry: []byte("s1"), TTL: long}); !r.OK {
+		t.Fatalf("link: %+v", r)
+	}
+	tails := func() []string {
 		t.Helper()
-		got, err := s.ChainTail(t.Context(), log)
-		must(t, "ChainTail", err)
+		got, err := s.ChainTails(t.Context(), []string{log, none, short})
+		must(t, "ChainTails", err)
+		if len(got) != 3 {
+			t.Fatalf("ChainTails of 3 chains returned %d tails", len(got))
+		}
+		if got[1] != "" || got[2] != tailOf(1, "s1") {
+			t.Fatalf("ChainTails: an absent chain's %q (want none), a one-entry chain's %q (want %q)", got[1], got[2], tailOf(1, "s1"))
+		}
 		return got
 	}
-	if got := tail(); got != "" {
-		t.Fatalf("ChainTail of an absent chain = %q, want none", got)
+	if got := tails()[0]; got != "" {
+		t.Fatalf("ChainTails of an absent chain = %q, want none", got)
 	}
 	n := 0
 	for _, upTo := range []int{1, 3, 15, 16, 31, 40} {
@@ -247,8 +257,8 @@ func testChainTail(t *testing.T, s state.Store) {
 				t.Fatalf("link %d: %+v", n, r)
 			}
 		}
-		if got, want := tail(), tailOf(n, "x"+strconv.Itoa(n)); got != want {
-			t.Fatalf("ChainTail of %d entries = %q, want %q", n, got, want)
+		if got, want := tails()[0], tailOf(n, "x"+strconv.Itoa(n)); got != want {
+			t.Fatalf("ChainTails of %d entries = %q, want %q", n, got, want)
 		}
 	}
 }
