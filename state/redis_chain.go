@@ -188,66 +188,51 @@ type learnedTail struct {
 // Entries are consecutive, so one HMGET of the next tailProbe entries finds
 // it unless the chain grew further meanwhile.
 func (r *Redis) chainTails(ctx context.Context, links []Link, idx []int) ([]learnedTail, error) {
-	out := make([]learnedTail, len(idx))
+	logs := make([]string, len(idx))
 	from := make([]int64, len(idx))
-	todo := make([]int, len(idx))
 	for j, i := range idx {
-		from[j], todo[j] = links[i].Seq, j
+		logs[j], from[j] = links[i].Log, links[i].Seq
 	}
-	for len(todo) > 0 {
-		cmds := make([]*redis.SliceCmd, len(todo))
-		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for n, j := range todo {
-				fields := make([]string, tailProbe)
-				for k := range fields {
-					fields[k] = entryField(from[j] + int64(k))
-				}
-				cmds[n] = p.HMGet(ctx, r.Key(links[idx[j]].Log), fields...)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, wrapRedis("append chained: reading a tail", err)
+	tails, err := r.probeTails(ctx, logs, from)
+	if err != nil {
+		return nil, wrapRedis("append chained: reading a tail", err)
+	}
+	out := make([]learnedTail, len(idx))
+	for j, i := range idx {
+		if out[j].tail = tails[j]; tails[j] == "" {
+			out[j].err = fmt.Errorf("state: redis: append chained: chain %s refused entry %d, which is gone: the chain expired meanwhile, or was edited outside Baton",
+				links[i].Log, links[i].Seq)
 		}
-		next := todo[:0]
-		for n, j := range todo {
-			vals := cmds[n].Val()
-			last := -1
-			for k, v := range vals {
-				if v == nil {
-					break
-				}
-				last = k
-			}
-			switch {
-			case last < 0:
-				out[j].err = fmt.Errorf("state: redis: append chained: chain %s refused entry %d, which is gone: the chain expired meanwhile, or was edited outside Baton",
-					links[idx[j]].Log, from[j])
-			case last == len(vals)-1:
-				from[j] += int64(len(vals)) - 1 // the chain goes on: look further
-				next = append(next, j)
-			default:
-				entry, _ := vals[last].(string)
-				out[j].tail = ChainTail(from[j]+int64(last), []byte(entry))
-			}
-		}
-		todo = next
 	}
 	return out, nil
 }
 
-// ChainTails finds each chain's last entry tailProbe entries at a time from
-// the first, the chains' reads in one pipeline (one HMGET each, and one
-// round trip in all, for chains of fewer than tailProbe entries, as a
-// trace's mostly are), and hashes it.
+// ChainTails finds each chain's last entry from the first (probeTails): one
+// round trip in all for chains of fewer than tailProbe entries, as a trace's
+// mostly are.
 func (r *Redis) ChainTails(ctx context.Context, logs []string) ([]string, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	out := make([]string, len(logs))
 	from := make([]int64, len(logs))
+	for i := range from {
+		from[i] = 1
+	}
+	tails, err := r.probeTails(ctx, logs, from)
+	if err != nil {
+		return nil, wrapRedis("chain tails", err)
+	}
+	return tails, nil
+}
+
+// probeTails returns the tail of each chain at logs, reading its entries
+// tailProbe at a time from entry from[i] on (from is used up), all chains'
+// reads in one pipeline a round: "" for a chain with no entry at its from
+// (none at all, or one that shrank meanwhile).
+func (r *Redis) probeTails(ctx context.Context, logs []string, from []int64) ([]string, error) {
+	out := make([]string, len(logs))
 	todo := make([]int, len(logs))
-	for i := range logs {
-		from[i], todo[i] = 1, i
+	for i := range todo {
+		todo[i] = i
 	}
 	for len(todo) > 0 {
 		cmds := make([]*redis.SliceCmd, len(todo))
@@ -262,7 +247,7 @@ func (r *Redis) ChainTails(ctx context.Context, logs []string) ([]string, error)
 			return nil
 		})
 		if err != nil {
-			return nil, wrapRedis("chain tails", err)
+			return nil, err
 		}
 		next := todo[:0]
 		for n, i := range todo {
@@ -275,9 +260,7 @@ func (r *Redis) ChainTails(ctx context.Context, logs []string) ([]string, error)
 				last = k
 			}
 			switch {
-			case last < 0:
-				// No entry at from: from is 1 (no chain), or the chain
-				// shrank meanwhile; either way it has no tail to follow.
+			case last < 0: // no entry at from: no tail to follow
 			case last == len(vals)-1:
 				from[i] += int64(len(vals)) - 1 // the chain goes on: look further
 				next = append(next, i)

@@ -68,6 +68,21 @@ func recordIn(tr, from string) *record.Record {
 
 func traceNo(i int) string { return fmt.Sprintf("%032x", 0xabc000+i) }
 
+// handOn writes a's record of a handoff in trace tr (as agent a's Baton
+// does before sending it), then b's record of the handoff its agent makes in
+// turn, marked as following a (as agent r's Baton does).
+func handOn(t *testing.T, a, b *record.Book, tr string) {
+	t.Helper()
+	if err := a.Write(context.Background(), recordIn(tr, "a")); err != nil {
+		t.Fatal(err)
+	}
+	rec := recordIn(tr, "r")
+	rec.FollowsPeer("a")
+	if err := b.Write(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFollowsPeerReadsTheTailFirst: two Books on one Redis stand for a
 // peer's Baton (a) and the Baton whose agent hands on what a sent (r). r's
 // record of its own handoff, marked as following a, links after a's entry
@@ -85,14 +100,7 @@ func TestFollowsPeerReadsTheTailFirst(t *testing.T) {
 	ctx := context.Background()
 	const n = 5
 	for i := range n {
-		if err := a.Write(ctx, recordIn(traceNo(i), "a")); err != nil {
-			t.Fatal(err)
-		}
-		rec := recordIn(traceNo(i), "r")
-		rec.FollowsPeer("a")
-		if err := b.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
+		handOn(t, a, b, traceNo(i))
 	}
 	if tails, rounds, refused := r.counts(); tails != n || rounds != n || refused != 0 {
 		t.Errorf("following a peer: %d tails read, %d rounds, %d links refused; want %d, %d, 0", tails, rounds, refused, n, n)
@@ -138,14 +146,7 @@ func TestFollowsPeerInAnotherStore(t *testing.T) {
 	ctx := context.Background()
 	const n = 40
 	for i := range n {
-		if err := peer.Write(ctx, recordIn(traceNo(i), "a")); err != nil {
-			t.Fatal(err)
-		}
-		rec := recordIn(traceNo(i), "r")
-		rec.FollowsPeer("a")
-		if err := b.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
+		handOn(t, peer, b, traceNo(i))
 	}
 	if tails, rounds, refused := r.counts(); tails != 2 || rounds != n || refused != 0 {
 		t.Errorf("%d tails read, %d rounds, %d links refused for %d records; want 2 (the 1st and the 33rd), %d, 0", tails, rounds, refused, n, n)
