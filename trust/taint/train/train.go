@@ -30,7 +30,7 @@ type config struct {
 }
 
 func defaultConfig() config {
-	return config{bits: 20, window: 16, epochs: 5, rate: 0.02, l2: 1e-5, tuneFP: 0.003, shapeFP: 0.01, tunePart: 25, prune: 2, benignW: 2, benignN: 3}
+	return config{bits: 20, window: 8, epochs: 5, rate: 0.02, l2: 1e-5, tuneFP: 0.005, shapeFP: 0.01, tunePart: 25, prune: 2, benignW: 2, benignN: 3}
 }
 
 // prepared is a document's features: feats[off[i]:off[i+1]] are token i's.
