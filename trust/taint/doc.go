@@ -99,7 +99,7 @@
 // that opens its sentence, and the mean of each word's character 4-grams,
 // in a table of 2^20 int8 weights; each feature's hash also picks a sign,
 // so that features sharing a slot cancel as often as they add up. It
-// scores every window of Window (16) words with a running sum and keeps the
+// scores every window of Window (8) words with a running sum and keeps the
 // best, so an injected sentence in a long document is found; runs of
 // base64 or hex (decode.go) are decoded and scored the same way.
 // The operating point is folded into the bias: a window scores 0.5 at the
