@@ -136,6 +136,10 @@ type Info struct {
 	// Delivered reports that the request went on past every check: to the
 	// local agent at ingress, towards the peer or external host at egress.
 	Delivered bool
+	// keeping is closed once the fingerprints of the untrusted text the
+	// request brings are kept (Taint.Ingress); nil when there was nothing
+	// to wait for.
+	keeping chan struct{}
 	// DeadLetter is the record id of the dead letter the handoff became
 	// (egress).
 	DeadLetter string
@@ -296,4 +300,14 @@ type InjectionSignal struct {
 	Reasons  []string
 	Pointers []string
 	Unscored int
+}
+
+// AwaitKept waits until the fingerprints of the untrusted text the request
+// brings are kept, which Taint.Ingress starts and lets run while the
+// request passes the checks after it: the agent must not get text that its
+// Baton would not recognise in the agent's own handoffs.
+func (in *Info) AwaitKept() {
+	if in.keeping != nil {
+		<-in.keeping
+	}
 }

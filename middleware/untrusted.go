@@ -58,6 +58,9 @@ type Taint struct {
 	ttl       time.Duration
 	hashers   sync.Pool
 	decisions *labelCache
+	// inProcess: the store never leaves the process (state.Memory), so
+	// there is no round trip for keeping fingerprints to overlap.
+	inProcess bool
 }
 
 // NewTaint builds the middlewares from o.
@@ -80,6 +83,9 @@ func NewTaint(o TaintOptions) *Taint {
 		t.score = o.Config.InjectionScore
 	}
 	t.hashers.New = func() any { return taint.NewHasher(taint.Default) }
+	if ip, ok := o.Store.(interface{ InProcess() bool }); ok {
+		t.inProcess = ip.InProcess()
+	}
 	return t
 }
 

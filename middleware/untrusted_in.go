@@ -50,7 +50,7 @@ func (t *Taint) Ingress(next http.Handler) http.Handler {
 		r.Header.Set(trust.HeaderTrust, labels.String())
 
 		texts := spanTexts(d, in, labels)
-		t.rememberInbound(r.Context(), in, labels, texts)
+		t.keepInbound(r.Context(), in, texts)
 		sig, unscored := t.scan(texts)
 		in.InjectionUnscored = unscored
 		if sig != nil {
@@ -147,10 +147,36 @@ func spanTexts(d *inboundDoc, in *Info, labels trust.Labels) []spanText {
 	return out
 }
 
-// rememberInbound keeps the fingerprints of the untrusted text the agent
-// receives, so that the agent handing it on is caught: one pipelined write
-// per set of sources.
-func (t *Taint) rememberInbound(ctx context.Context, in *Info, labels trust.Labels, texts []spanText) {
+// keepInbound keeps the fingerprints of the untrusted text the agent
+// receives, so that the agent handing it on is caught. With a store across
+// the network the round trip goes on while the request passes the checks
+// after this one (the dedupe window's claim, a round trip of its own, among
+// them), and the request waits for it just before it goes to the agent
+// (Info.AwaitKept): the two round trips take the time of one on the request
+// path. An in-process store keeps them at once.
+func (t *Taint) keepInbound(ctx context.Context, in *Info, texts []spanText) {
+	if !t.o.Config.Tracking() || len(texts) == 0 {
+		return
+	}
+	edge, traceID := in.Edge(), in.TraceID
+	if t.inProcess {
+		t.rememberInbound(ctx, edge, traceID, texts)
+		return
+	}
+	done := make(chan struct{})
+	in.keeping = done
+	go func() {
+		defer close(done)
+		// The request may end first (a kept answer replayed, a refusal):
+		// the fingerprints are kept all the same, within the store's own
+		// time limit.
+		t.rememberInbound(context.WithoutCancel(ctx), edge, traceID, texts)
+	}()
+}
+
+// rememberInbound keeps the fingerprints of texts: one pipelined write per
+// set of sources. A store that fails is logged; the handoff goes on.
+func (t *Taint) rememberInbound(ctx context.Context, edge, traceID string, texts []spanText) {
 	if !t.o.Config.Tracking() || len(texts) == 0 {
 		return
 	}
@@ -167,7 +193,7 @@ func (t *Taint) rememberInbound(ctx context.Context, in *Info, labels trust.Labe
 	for src, hashes := range bySource {
 		if err := t.o.Store.MarkAdd(ctx, t.key, t.capped(hashes), src, t.ttl, t.o.Config.MaxFingerprints); err != nil {
 			t.o.Log.LogAttrs(ctx, slog.LevelWarn, "untrusted content: fingerprints not kept",
-				slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID), slog.String("error", err.Error()))
+				slog.String("edge", edge), slog.String("trace_id", traceID), slog.String("error", err.Error()))
 			return
 		}
 	}
@@ -397,5 +423,5 @@ func comparePointers(a, b string) int {
 // inline.
 func (t *Taint) RememberRead(ctx context.Context, traceID, source string, text []byte) {
 	in := &Info{Side: Ingress, Agent: t.o.Agent, TraceID: traceID}
-	t.rememberInbound(ctx, in, trust.Labels{}, []spanText{{text: string(text), sources: []string{source}}})
+	t.rememberInbound(ctx, in.Edge(), traceID, []spanText{{text: string(text), sources: []string{source}}})
 }

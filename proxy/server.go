@@ -210,6 +210,7 @@ func New(o Options) (*Server, error) {
 	ingressProxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			if in := middleware.InfoFromContext(pr.In.Context()); in != nil {
+				in.AwaitKept()
 				in.Delivered = true // past every check: this goes to the agent
 				in.ProxyBody(pr.Out, pr.In)
 			}
