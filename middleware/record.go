@@ -33,14 +33,21 @@ type RecordWriter interface {
 	WriteLater(rec *record.Record)
 }
 
-// Receipt returns the ingress receipt middleware.
-func Receipt(book RecordWriter) func(http.Handler) http.Handler {
+// Receipt returns the ingress receipt middleware. prefetch, when not nil,
+// is told the trace of each handoff from a peer's Baton as it arrives, so
+// that the record of a handoff the agent makes in turn finds the trace's
+// tail read (record.Book.Prefetch): a Baton whose agent has peers to hand
+// on to passes it.
+func Receipt(book RecordWriter, prefetch func(traceID string)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			in := info(r)
 			in.RecordID = record.NewID(in.TraceID)
 			if p := r.Header.Get(HeaderRecord); record.TraceOf(p) == in.TraceID {
 				in.ParentRecord = p
+				if prefetch != nil {
+					prefetch(in.TraceID)
+				}
 			}
 			next.ServeHTTP(w, r)
 

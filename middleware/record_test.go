@@ -93,7 +93,7 @@ func TestReceiptSaysHowTheAgentAnswered(t *testing.T) {
 					next.ServeHTTP(w, r)
 				})
 			}
-			h := AccessLogTo(nil, slog.New(slog.DiscardHandler), Ingress, "b")(fill(Receipt(book)(
+			h := AccessLogTo(nil, slog.New(slog.DiscardHandler), Ingress, "b")(fill(Receipt(book, nil)(
 				Dedupe(store, nil, func(string) *DedupePolicy { return pol }, slog.New(slog.DiscardHandler))(agent))))
 			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"jsonrpc":"2.0"}`))
 			r.Header.Set("Idempotency-Key", `"k1"`)

@@ -292,7 +292,7 @@ func New(o Options) (*Server, error) {
 		}),
 		middleware.HopGuard(maxHops),
 		middleware.ChainBudgets(middleware.ChainBudgetOptions{Edge: chainBudgets(c)}),
-		middleware.Receipt(s.book),
+		middleware.Receipt(s.book, prefetchFor(c, s.book)),
 		s.tlsIdentity,
 		middleware.MCP(middleware.MCPOptions{Policy: mcpIn, Observe: mm.observe, Sessions: plug.MCPSessions, Log: o.Logger}),
 		orPass(plug.ContextIn),
@@ -430,6 +430,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // dedupePolicies resolves the dedupe window of every inbound edge once; a
 // sender without an edge of its own gets the top-level settings.
+// prefetchFor is what the receipt middleware tells of each handoff from a
+// peer's Baton: the book's Prefetch when the agent has peers to hand on to
+// and records are kept; nil (nothing to read ahead) otherwise.
+func prefetchFor(c *config.Config, book *record.Book) func(traceID string) {
+	if len(c.Peers) == 0 || !book.Enabled() {
+		return nil
+	}
+	return book.Prefetch
+}
+
 func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy {
 	build := func(d config.Dedupe) *middleware.DedupePolicy {
 		if !*d.Enabled {

@@ -60,10 +60,13 @@ type Book struct {
 
 	tails  tailCache
 	probes probes // how reads of peers' traces' tails went (expect.go)
-	queue  chan queued
-	done   chan struct{}
-	linger time.Duration
-	local  InProcess // the store, when it is in-process
+	// prefetch holds the tails read when a peer's handoff arrived
+	// (prefetch.go).
+	prefetch prefetches
+	queue    chan queued
+	done     chan struct{}
+	linger   time.Duration
+	local    InProcess // the store, when it is in-process
 
 	mu     sync.RWMutex // guards closed against sends on the closed queue
 	closed bool

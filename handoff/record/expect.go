@@ -95,7 +95,7 @@ func (b *Book) readTails(ctx context.Context, recs []*Record) {
 	var logs []string
 	var read []*Record // the record each log is read for
 	for _, r := range recs {
-		if r.peer == "" || r.stored || b.tails.get(r.TraceID, now) != "" {
+		if r.peer == "" || r.stored || b.tails.get(r.TraceID, now) != "" || b.prefetchedTail(r, now) {
 			continue
 		}
 		log := chainKey(r.TraceID)
