@@ -70,6 +70,25 @@ func BenchmarkChainHopsRedisDistant(b *testing.B) {
 	b.ReportMetric(float64(rtt.Microseconds()), "redis-rtt-µs")
 }
 
+// BenchmarkHopTwoBatonsRedisDistant is BenchmarkHopTwoBatons with B's
+// store a Redis as far away as BenchmarkChainHopsRedisDistant's: one
+// request at a time, B keeping the fingerprints of the text it receives
+// from A (an unsigned peer's) while it claims the dedupe window, then
+// keeping the answer; ns/op is the request's latency.
+func BenchmarkHopTwoBatonsRedisDistant(b *testing.B) {
+	url := redistest.Distant(b, redistest.Start(b).URL(), 250*time.Microsecond)
+	s, err := state.NewRedis(config.Redis{URL: url})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rtt := redisRTT(b, s)
+	ag := benchAgent(b)
+	bB := startBaton(b, "agent: b\nupstream: "+ag.URL+"\nlog_level: warn\nedges: [{from: a}]", s)
+	aB := hopBaton(b, "agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}]")
+	runHops(b, "http://"+aB.EgressAddr()+"/task", "b")
+	b.ReportMetric(float64(rtt.Microseconds()), "redis-rtt-µs")
+}
+
 // redisRTT is the median of 100 PINGs to s.
 func redisRTT(b *testing.B, s state.Store) time.Duration {
 	rtts := make([]time.Duration, 100)
