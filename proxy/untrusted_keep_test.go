@@ -58,7 +58,7 @@ func (s *orderedStore) ClaimMany(ctx context.Context, ops []state.ClaimOp) ([]st
 // are kept, so that the agent handing it straight on is still caught.
 func TestUntrustedKeptWhileClaiming(t *testing.T) {
 	t.Parallel()
-	st := &orderedStore{Store: redisStore(t, redistest.Shared(t)), hold: 150 * time.Millisecond}
+	st := &orderedStore{Store: redisStore(t, redistest.Shared(t)), hold: 300 * time.Millisecond}
 	ag := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st.event("agent")
 		io.Copy(io.Discard, r.Body)
