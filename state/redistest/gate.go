@@ -22,16 +22,26 @@ type Gate struct {
 // cleanup closes it.
 func NewGate(t testing.TB, addr string) *Gate {
 	t.Helper()
+	g := &Gate{}
+	g.opened = sync.NewCond(&g.mu)
+	g.Addr = relay(t, addr, g.pipe)
+	t.Cleanup(g.Open) // before relay's cleanup waits for the connections
+	return g
+}
+
+// relay listens on a loopback port and relays each connection to the
+// server at addr, each way through pipe (replies: the server's side). It
+// returns the address it listens on; the test's cleanup closes it and waits
+// for its connections.
+func relay(t testing.TB, addr string, pipe func(dst, src net.Conn, replies bool)) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Gate{Addr: l.Addr().String()}
-	g.opened = sync.NewCond(&g.mu)
 	var conns sync.WaitGroup
 	t.Cleanup(func() {
 		l.Close()
-		g.Open()
 		conns.Wait()
 	})
 	go func() {
@@ -46,11 +56,11 @@ func NewGate(t testing.TB, addr string) *Gate {
 				continue
 			}
 			conns.Add(2)
-			go func() { defer conns.Done(); g.pipe(s, c, false) }()
-			go func() { defer conns.Done(); g.pipe(c, s, true) }()
+			go func() { defer conns.Done(); pipe(s, c, false) }()
+			go func() { defer conns.Done(); pipe(c, s, true) }()
 		}
 	}()
-	return g
+	return l.Addr().String()
 }
 
 // Hold keeps the replies read from now on in the gate.
