@@ -36,16 +36,7 @@ func BenchmarkChainHopsForwardingNothing(b *testing.B) { chainHops(b, chainCalle
 // the chain's records, dedupe windows and fingerprints are Redis round
 // trips, one request at a time (ns/op is the chain's latency).
 func BenchmarkChainHopsRedis(b *testing.B) {
-	url := redistest.Start(b).URL()
-	store := func() state.Store {
-		s, err := state.NewRedis(config.Redis{URL: url})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
-	}
-	chainHops(b, chainCallerOn(b, false, store))
+	chainHops(b, chainCallerOn(b, false, storesOn(b, redistest.Start(b).URL(), "")))
 }
 
 // BenchmarkChainHopsRedisDistant is BenchmarkChainHopsRedis with Redis
@@ -57,16 +48,8 @@ func BenchmarkChainHopsRedis(b *testing.B) {
 // proxy runs in this process: its CPU is in cpu-µs/op.
 func BenchmarkChainHopsRedisDistant(b *testing.B) {
 	url := redistest.Distant(b, redistest.Start(b).URL(), 250*time.Microsecond)
-	store := func() state.Store {
-		s, err := state.NewRedis(config.Redis{URL: url})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
-	}
-	rtt := redisRTT(b, store())
-	chainHops(b, chainCallerOn(b, false, store))
+	rtt := redisRTT(b, url)
+	chainHops(b, chainCallerOn(b, false, storesOn(b, url, "")))
 	b.ReportMetric(float64(rtt.Microseconds()), "redis-rtt-µs")
 }
 
@@ -77,20 +60,18 @@ func BenchmarkChainHopsRedisDistant(b *testing.B) {
 // keeping the answer; ns/op is the request's latency.
 func BenchmarkHopTwoBatonsRedisDistant(b *testing.B) {
 	url := redistest.Distant(b, redistest.Start(b).URL(), 250*time.Microsecond)
-	s, err := state.NewRedis(config.Redis{URL: url})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rtt := redisRTT(b, s)
+	rtt := redisRTT(b, url)
 	ag := benchAgent(b)
-	bB := startBaton(b, "agent: b\nupstream: "+ag.URL+"\nlog_level: warn\nedges: [{from: a}]", s)
+	bB := startBaton(b, "agent: b\nupstream: "+ag.URL+"\nlog_level: warn\nedges: [{from: a}]", redisStoreWithPrefix(b, url, ""))
 	aB := hopBaton(b, "agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}]")
 	runHops(b, "http://"+aB.EgressAddr()+"/task", "b")
 	b.ReportMetric(float64(rtt.Microseconds()), "redis-rtt-µs")
 }
 
-// redisRTT is the median of 100 PINGs to s.
-func redisRTT(b *testing.B, s state.Store) time.Duration {
+// redisRTT is the median of 100 PINGs to the Redis at url.
+func redisRTT(b *testing.B, url string) time.Duration {
+	s := redisStoreWithPrefix(b, url, "")
+	defer s.Close()
 	rtts := make([]time.Duration, 100)
 	for i := range rtts {
 		start := time.Now()

@@ -112,8 +112,13 @@ func failOnce(run int64) int {
 // under one prefix: the Batons of a chain share a store, as in production.
 func sharedStore(t *testing.T) func() state.Store {
 	url := redistest.Shared(t)
-	prefix := redistest.Prefix(t, url)
-	return func() state.Store { return redisStoreWithPrefix(t, url, prefix) }
+	return storesOn(t, url, redistest.Prefix(t, url))
+}
+
+// storesOn gives a new client of the Redis at url, under prefix, on each
+// call: one for each Baton, whose cleanup closes it.
+func storesOn(tb testing.TB, url, prefix string) func() state.Store {
+	return func() state.Store { return redisStoreWithPrefix(tb, url, prefix) }
 }
 
 // nodeAgent is an agent under test that calls its peers through its Baton's

@@ -59,6 +59,22 @@ func redisStore(t *testing.T, url, prefix string) state.Store {
 	return s
 }
 
+// openBook returns a Book on s, closed by the test's cleanup (before s).
+func openBook(t *testing.T, s state.Store) *record.Book {
+	b := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
+	t.Cleanup(b.Close)
+	return b
+}
+
+// countedBooks returns two Books on one prefix of the shared Redis: a, a
+// peer's Baton's, and b, whose use of the store c counts.
+func countedBooks(t *testing.T) (a, b *record.Book, c *linkCounter) {
+	url := redistest.Shared(t)
+	s := redisStore(t, url, redistest.Prefix(t, url))
+	c = &linkCounter{Store: s}
+	return openBook(t, s), openBook(t, c), c
+}
+
 // recordIn is a new egress record in trace tr, from agent from.
 func recordIn(tr, from string) *record.Record {
 	r := newRecord("c")
@@ -90,13 +106,7 @@ func handOn(t *testing.T, a, b *record.Book, tr string) {
 // and a second round to get there. Each chain verifies.
 func TestFollowsPeerReadsTheTailFirst(t *testing.T) {
 	t.Parallel()
-	url := redistest.Shared(t)
-	s := redisStore(t, url, redistest.Prefix(t, url))
-	r := &linkCounter{Store: s}
-	a := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
-	b := record.NewBook(r, time.Hour, slog.New(slog.DiscardHandler))
-	defer a.Close()
-	defer b.Close()
+	a, b, r := countedBooks(t)
 	ctx := context.Background()
 	const n = 5
 	for i := range n {
@@ -138,11 +148,9 @@ func TestFollowsPeerInAnotherStore(t *testing.T) {
 	t.Parallel()
 	url := redistest.Shared(t)
 	prefix := redistest.Prefix(t, url)
-	peer := record.NewBook(redisStore(t, url, prefix+"peer:"), time.Hour, slog.New(slog.DiscardHandler))
+	peer := openBook(t, redisStore(t, url, prefix+"peer:"))
 	r := &linkCounter{Store: redisStore(t, url, prefix+"own:")}
-	b := record.NewBook(r, time.Hour, slog.New(slog.DiscardHandler))
-	defer peer.Close()
-	defer b.Close()
+	b := openBook(t, r)
 	ctx := context.Background()
 	const n = 40
 	for i := range n {

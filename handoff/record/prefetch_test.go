@@ -2,7 +2,6 @@ package record_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -32,13 +31,7 @@ func waitTails(t *testing.T, c *linkCounter, n int) {
 // own Book linked. Each chain verifies.
 func TestPrefetchSparesTheRead(t *testing.T) {
 	t.Parallel()
-	url := redistest.Shared(t)
-	s := redisStore(t, url, redistest.Prefix(t, url))
-	r := &linkCounter{Store: s}
-	a := record.NewBook(s, time.Hour, slog.New(slog.DiscardHandler))
-	b := record.NewBook(r, time.Hour, slog.New(slog.DiscardHandler))
-	defer a.Close()
-	defer b.Close()
+	a, b, r := countedBooks(t)
 	ctx := context.Background()
 	const n = 5
 	for i := range n {
@@ -88,8 +81,7 @@ func TestPrefetchOfNothing(t *testing.T) {
 	t.Parallel()
 	url := redistest.Shared(t)
 	r := &linkCounter{Store: redisStore(t, url, redistest.Prefix(t, url))}
-	b := record.NewBook(r, time.Hour, slog.New(slog.DiscardHandler))
-	defer b.Close()
+	b := openBook(t, r)
 	tr := traceNo(200)
 	b.Prefetch(tr)
 	waitTails(t, r, 1)
