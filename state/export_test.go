@@ -16,3 +16,7 @@ func NewMemoryEvery(cfg config.Memory, every time.Duration) *Memory {
 // autopipeliner, as under load, so that the contract suite covers that path
 // too (a serial test would otherwise only ever take the direct one).
 func AlwaysBatch(r *Redis) { r.inflight.Add(1) }
+
+// MarkSets is how many mark sets m counts as resident: what lets
+// MarksMayHold answer without the lock.
+func MarkSets(m *Memory) int64 { return m.markSets.Load() }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonproxy/baton/config"
@@ -37,6 +38,10 @@ type Memory struct {
 	count   int64 // weight of all resident entries
 	bytes   int64 // bytes of all resident entries
 	expiry  expiryHeap
+	// markSets counts the resident mark sets, so that MarksMayHold answers
+	// a store with none (the common case: no untrusted content seen)
+	// without taking mu, which every request's records take too.
+	markSets atomic.Int64
 
 	stop      chan struct{}
 	done      chan struct{}

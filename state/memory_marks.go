@@ -87,6 +87,9 @@ func (m *Memory) MarkLookup(_ context.Context, key string, members []uint64) ([]
 
 // MarksMayHold reports whether a live mark set exists at key; see Store.
 func (m *Memory) MarksMayHold(key string) bool {
+	if m.markSets.Load() == 0 {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.live(key, m.now())

@@ -36,12 +36,18 @@ func (m *Memory) live(key string, now int64) *entry {
 func (m *Memory) insert(key string, k kind) *entry {
 	e := &entry{key: key, kind: k, heapAt: -1}
 	m.items[key] = e
+	if k == kindMarks {
+		m.markSets.Add(1)
+	}
 	return e
 }
 
 // remove drops e from the store and from the totals.
 func (m *Memory) remove(e *entry) {
 	delete(m.items, e.key)
+	if e.kind == kindMarks {
+		m.markSets.Add(-1)
+	}
 	m.unlink(e)
 	if e.heapAt >= 0 {
 		m.expiry.remove(e.heapAt)

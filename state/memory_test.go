@@ -254,6 +254,57 @@ func TestMemoryJanitorReclaims(t *testing.T) {
 	present(t, m, "keep")
 }
 
+// TestMemoryMarkSetsCounted: the memory store counts its resident mark sets
+// as they are made, deleted, evicted and expired, so that MarksMayHold
+// answers a store with none without its lock, and never says no to one
+// that has marks.
+func TestMemoryMarkSetsCounted(t *testing.T) {
+	t.Parallel()
+	m := state.NewMemoryEvery(config.Memory{MaxEntries: 4}, 5*time.Millisecond)
+	t.Cleanup(func() { _ = m.Close() })
+	ctx := t.Context()
+	count := func(want int64) {
+		t.Helper()
+		if got := state.MarkSets(m); got != want {
+			t.Fatalf("%d mark sets counted, want %d", got, want)
+		}
+	}
+	count(0)
+	if m.MarksMayHold("a") {
+		t.Fatal("MarksMayHold in a store with no marks")
+	}
+	for _, k := range []string{"a", "b"} {
+		if err := m.MarkAdd(ctx, k, []uint64{1}, "src", time.Hour, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.MarkAdd(ctx, "a", []uint64{2}, "src", time.Hour, 10); err != nil {
+		t.Fatal(err)
+	}
+	count(2)
+	if !m.MarksMayHold("a") || m.MarksMayHold("c") {
+		t.Fatal("MarksMayHold does not tell a set from an absent one")
+	}
+	if err := m.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	count(1)
+	for i := range 8 { // values that evict b
+		if err := m.Set(ctx, fmt.Sprint(i), []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count(0)
+	if err := m.MarkAdd(ctx, "d", []uint64{1}, "src", 20*time.Millisecond, 10); err != nil {
+		t.Fatal(err)
+	}
+	count(1)
+	waitFor(t, "the expired mark set to be reclaimed", func() bool { return state.MarkSets(m) == 0 })
+	if m.MarksMayHold("d") {
+		t.Fatal("MarksMayHold of an expired set")
+	}
+}
+
 // TestMemoryCloseStopsJanitor is not parallel: it counts janitor goroutines
 // in the whole process, and parallel tests (which make stores of their own)
 // only start once the sequential ones have finished.
