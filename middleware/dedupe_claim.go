@@ -45,6 +45,10 @@ type ClaimHolder interface {
 	// and reports whether it is fresh after.
 	Fresh() bool
 	Confirm(ctx context.Context) bool
+	// AfterChange runs f in a goroutine of its own when the incarnation
+	// since (a Changed channel) belongs to is replaced, at once if it
+	// already has been; stop unregisters f (dedupe_lease.go).
+	AfterChange(since <-chan struct{}, f func()) (stop func() bool)
 }
 
 // errMarkNotRenewed: this process's liveness mark could not be renewed, so
@@ -148,7 +152,7 @@ func (d *dedupe) mayBeTakenForDead(c *claim) bool {
 	return d.holder != nil && (c.changedSince() || !d.holder.Fresh())
 }
 
-// deliver forwards a claimed request, renewing the lease meanwhile, and
+// deliver forwards a claimed request, keeping its lease meanwhile, and
 // stores or releases the claim by the outcome.
 func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *DedupePolicy, c *claim) {
 	// The claim outlives the client: detach the upstream call from its
@@ -181,12 +185,11 @@ func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *
 			return
 		}
 	}
-	stop := make(chan struct{})
-	go d.renew(ctx, c, pol.Lease, in, stop)
+	lease := d.keepLease(ctx, c, pol.Lease, in)
 	cw := &captureWriter{ResponseWriter: w, limit: pol.MaxResponseBytes}
 	completed := false
 	defer func() {
-		close(stop)
+		lease.end()
 		v := recover()
 		d.settle(ctx, in, pol, c, cw, completed && v == nil)
 		if v != nil {
@@ -195,43 +198,6 @@ func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *
 	}()
 	d.next.ServeHTTP(cw, r.WithContext(ctx))
 	completed = !cw.hijacked
-}
-
-// renew keeps the lease alive every Lease/3 until stop is closed, and makes
-// the claim the holder's again when its incarnation changes. It runs in a
-// goroutine of its own.
-func (d *dedupe) renew(ctx context.Context, c *claim, lease time.Duration, in *Info, stop <-chan struct{}) {
-	t := time.NewTicker(lease / 3)
-	defer t.Stop()
-	changed := c.changed
-	stale := false // the claim names an earlier incarnation: own it before renewing
-	for {
-		var ok bool
-		var err error
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			if stale {
-				ok, err = d.own(ctx, c, lease)
-				stale = err != nil
-			} else {
-				ok, err = d.store.Renew(ctx, c.skey, c.value(), lease)
-			}
-		case <-changed:
-			changed = d.holder.Changed()
-			ok, err = d.own(ctx, c, lease)
-			stale = err != nil
-		}
-		if err != nil || !ok {
-			d.log.LogAttrs(ctx, slog.LevelWarn, "dedupe lease not renewed",
-				slog.String("edge", in.Edge()), slog.String("trace_id", in.TraceID),
-				slog.Bool("lost", !ok && err == nil), slog.Any("error", err))
-		}
-		if err == nil && !ok {
-			return // another request holds the key: the answer's write is fenced
-		}
-	}
 }
 
 // settle stores a final response for the window, or releases the claim. A

@@ -203,3 +203,73 @@ func (downStore) Swap(context.Context, string, []byte, []byte, time.Duration) (b
 	return false, errDown
 }
 func (downStore) Release(context.Context, string, []byte) (bool, error) { return false, errDown }
+
+// swapWatcher notes the pending entries a memory store's claims are swapped
+// to (a claim made the holder's again).
+type swapWatcher struct {
+	*renewCounter
+	swapped chan []byte
+}
+
+func (s *swapWatcher) Swap(ctx context.Context, key string, prev, next []byte, ttl time.Duration) (bool, error) {
+	ok, err := s.renewCounter.Swap(ctx, key, prev, next, ttl)
+	if ok && err == nil {
+		s.swapped <- next
+	}
+	return ok, err
+}
+
+// TestClaimFollowsHolderChange: while a request is delivered, its holder's
+// mark lapses and a new incarnation begins; the claim is made the new
+// incarnation's at once, long before a renewal is due, and no renewal runs
+// for a request that ends before one is.
+func TestClaimFollowsHolderChange(t *testing.T) {
+	t.Parallel()
+	store := &swapWatcher{renewCounter: &renewCounter{Memory: state.NewMemory(config.Memory{})}, swapped: make(chan []byte, 4)}
+	defer store.Close()
+	log := slog.New(slog.DiscardHandler)
+	holder := state.NewHolder(store.Memory, 90*time.Millisecond, log)
+	ctx := context.Background()
+	holder.Begin(ctx, "")
+	pol := &DedupePolicy{Methods: []string{"POST"}, Window: time.Hour, Lease: time.Hour, MaxResponseBytes: 1024}
+	working, release := make(chan struct{}, 1), make(chan struct{})
+	h := Dedupe(store, holder, func(string) *DedupePolicy { return pol }, log)(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			working <- struct{}{}
+			<-release
+			io.WriteString(w, "ok")
+		}))
+	serve := func(key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/x", strings.NewReader("{}"))
+		r.Header.Set("Idempotency-Key", key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r.WithContext(WithInfo(r.Context(), &Info{From: "a", To: "b"})))
+		return rec
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		serve("slow")
+	}()
+	<-working
+	old := holder.ID()
+	time.Sleep(200 * time.Millisecond) // the mark lapses: nothing renews it
+	holder.Confirm(ctx)
+	if holder.ID() == old {
+		t.Fatal("no new incarnation after the mark lapsed")
+	}
+	select {
+	case next := <-store.swapped:
+		e, err := decodeEntry(next)
+		if err != nil || !e.hasHolder || e.holder != holder.ID() {
+			t.Errorf("the claim was swapped to %x (%v), want it named for the new incarnation %s", next, err, holder.ID())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the in-flight claim was not made the new incarnation's")
+	}
+	close(release)
+	<-done
+	if n := store.renewals.Load(); n != 0 {
+		t.Errorf("%d renewals for requests that ended long before one was due", n)
+	}
+}

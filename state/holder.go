@@ -44,9 +44,13 @@ type Holder struct {
 	named   time.Time    // when the replica's key was last written
 
 	mu      sync.Mutex
-	changed chan struct{}     // closed when a new incarnation begins
-	past    map[HolderID]bool // this process's earlier incarnations: its own requests still own their claims
+	changed chan struct{}             // closed when a new incarnation begins
+	past    map[HolderID]bool         // this process's earlier incarnations: its own requests still own their claims
+	watches map[*holderWatch]struct{} // AfterChange's, until the incarnation changes or they are stopped
 }
+
+// holderWatch is one AfterChange.
+type holderWatch struct{ f func() }
 
 // HolderID is an incarnation id.
 type HolderID [16]byte
@@ -74,7 +78,8 @@ func NewHolder(store Store, timeout time.Duration, log *slog.Logger) *Holder {
 	if timeout <= 0 {
 		timeout = DefaultHolderTimeout
 	}
-	h := &Holder{store: store, timeout: timeout, log: log, changed: make(chan struct{}), past: map[HolderID]bool{}}
+	h := &Holder{store: store, timeout: timeout, log: log, changed: make(chan struct{}), past: map[HolderID]bool{},
+		watches: map[*holderWatch]struct{}{}}
 	h.id.Store(newHolderID())
 	return h
 }
@@ -96,6 +101,31 @@ func (h *Holder) Changed() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.changed
+}
+
+// AfterChange arranges for f to run, in a goroutine of its own, when the
+// incarnation that since (a channel from Changed) belongs to is replaced:
+// at once when it already has been. It is to Changed what context.AfterFunc
+// is to a context's Done: a claim can be told of a change with no
+// goroutine of its own waiting for it. stop unregisters f and reports
+// whether it did so before f was started.
+func (h *Holder) AfterChange(since <-chan struct{}, f func()) (stop func() bool) {
+	w := &holderWatch{f: f}
+	h.mu.Lock()
+	if since != h.changed {
+		h.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	h.watches[w] = struct{}{}
+	h.mu.Unlock()
+	return func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		_, ok := h.watches[w]
+		delete(h.watches, w)
+		return ok
+	}
 }
 
 // Begin writes the liveness mark and declares the previous incarnation of
@@ -238,6 +268,10 @@ func (h *Holder) renew(ctx context.Context) {
 	}
 	close(h.changed)
 	h.changed = make(chan struct{})
+	for w := range h.watches {
+		go w.f()
+	}
+	clear(h.watches)
 	h.mu.Unlock()
 	h.log.Warn("holder mark lapsed (the process was paused, or cut off from the store): a new incarnation holds its claims",
 		"previous", id.String(), "holder", next.String())

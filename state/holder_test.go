@@ -144,6 +144,12 @@ func TestHolderLapseBeginsIncarnation(t *testing.T) {
 		if !h.Fresh() {
 			t.Fatal("a mark just written is not fresh")
 		}
+		told, untold := make(chan struct{}), make(chan struct{})
+		stopTold := h.AfterChange(changed, func() { close(told) })
+		stopUntold := h.AfterChange(changed, func() { close(untold) })
+		if !stopUntold() {
+			t.Fatal("stopping a watch before the change reports it was not registered")
+		}
 		watcher := newHolder(store)
 		watcher.Begin(ctx, "")
 		eventually(t, "the paused holder's mark lapses", func() bool {
@@ -158,6 +164,26 @@ func TestHolderLapseBeginsIncarnation(t *testing.T) {
 		case <-changed:
 		default:
 			t.Fatal("Changed was not closed by a new incarnation")
+		}
+		select {
+		case <-told:
+		case <-time.After(10 * time.Second):
+			t.Fatal("AfterChange's function did not run on the change")
+		}
+		if stopTold() {
+			t.Fatal("stopping a watch that ran reports it stopped it")
+		}
+		select {
+		case <-untold:
+			t.Fatal("a stopped watch ran")
+		default:
+		}
+		late := make(chan struct{})
+		h.AfterChange(changed, func() { close(late) }) // the change is past: at once
+		select {
+		case <-late:
+		case <-time.After(10 * time.Second):
+			t.Fatal("AfterChange on a channel already closed did not run its function")
 		}
 		if h.ID() == old || !h.Fresh() {
 			t.Fatal("no new incarnation after the mark lapsed")
