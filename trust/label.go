@@ -74,7 +74,10 @@ func (l Labels) Sources() []string {
 
 // String renders the header value (empty when there is nothing to say).
 func (l Labels) String() string {
-	var b []byte
+	// Rendered on the stack: the string is the one allocation of a usual
+	// value (a span or two, a source each).
+	var buf [256]byte
+	b := buf[:0]
 	if len(l.Spans) > 0 {
 		b = append(b, "untrusted=("...)
 		for i, s := range l.Spans {
@@ -83,12 +86,15 @@ func (l Labels) String() string {
 			}
 			b = appendSFString(b, escapeLabel(s.Pointer))
 			if len(s.Sources) > 0 {
-				src := make([]string, len(s.Sources))
+				// One string of the sources, space-separated.
+				b = append(b, ";src=\""...)
 				for j, v := range s.Sources {
-					src[j] = escapeLabel(v)
+					if j > 0 {
+						b = append(b, ' ')
+					}
+					b = appendSFChars(b, escapeLabel(v))
 				}
-				b = append(b, ";src="...)
-				b = appendSFString(b, strings.Join(src, " "))
+				b = append(b, '"')
 			}
 		}
 		b = append(b, ')')

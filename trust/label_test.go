@@ -29,6 +29,17 @@ func TestLabelsRoundTrip(t *testing.T) {
 	}
 }
 
+// A usual value (a span or two, a source each) renders with one allocation,
+// the string: Baton-Trust is set on every handoff with untrusted content.
+func TestLabelsStringAllocs(t *testing.T) {
+	var l Labels
+	l.Add("/task", "peer:planner")
+	l.Add("/context/0", "https://news.example/a?q=1", "peer:scraper")
+	if n := testing.AllocsPerRun(100, func() { _ = l.String() }); n != 1 {
+		t.Errorf("Labels.String: %v allocations, want 1", n)
+	}
+}
+
 func TestLabelsFind(t *testing.T) {
 	var l Labels
 	l.Add("/artifacts/1", "u")

@@ -419,13 +419,18 @@ func appendBare(dst []byte, v sfBare) []byte {
 // only; the callers check that (key ids, nonces) or got s from the parser.
 func appendSFString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	return append(appendSFChars(dst, s), '"')
+}
+
+// appendSFChars appends s escaped as the inside of a string.
+func appendSFChars(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if s[i] == '"' || s[i] == '\\' {
 			dst = append(dst, '\\')
 		}
 		dst = append(dst, s[i])
 	}
-	return append(dst, '"')
+	return dst
 }
 
 func appendParams(dst []byte, ps []sfParam) []byte {
