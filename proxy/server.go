@@ -428,8 +428,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// dedupePolicies resolves the dedupe window of every inbound edge once; a
-// sender without an edge of its own gets the top-level settings.
 // prefetchFor is what the receipt middleware tells of each handoff from a
 // peer's Baton: the book's Prefetch when the agent has peers to hand on to
 // and records are kept; nil (nothing to read ahead) otherwise.
@@ -440,6 +438,8 @@ func prefetchFor(c *config.Config, book *record.Book) func(traceID string) {
 	return book.Prefetch
 }
 
+// dedupePolicies resolves the dedupe window of every inbound edge once; a
+// sender without an edge of its own gets the top-level settings.
 func dedupePolicies(c *config.Config) func(from string) *middleware.DedupePolicy {
 	build := func(d config.Dedupe) *middleware.DedupePolicy {
 		if !*d.Enabled {
