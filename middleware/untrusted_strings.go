@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -62,8 +63,15 @@ func wholeBody(labels trust.Labels) bool {
 // JSON with its defaults, which are stricter than encoding/json's (no
 // duplicate names, valid UTF-8 and surrogates): the caller then decodes the
 // body as before. FuzzJSONStrings holds the two to the same strings.
+//
+// The decoder reads body in place (jsontext parses a bytes.Buffer without
+// copying it) and is pooled: a receiving Baton reads every labelled body.
 func jsonStrings(body []byte) ([]spanText, bool) {
-	d := jsontext.NewDecoder(bytes.NewReader(body))
+	r := stringReaders.Get().(*stringReader)
+	defer r.release()
+	r.src = *bytes.NewBuffer(body)
+	r.dec.Reset(&r.src)
+	d := &r.dec
 	var out []spanText
 	for {
 		tok, err := d.ReadToken()
@@ -81,4 +89,19 @@ func jsonStrings(body []byte) ([]spanText, bool) {
 			return out, true
 		}
 	}
+}
+
+// stringReader is jsonStrings' decoder and the buffer it reads.
+type stringReader struct {
+	src bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var stringReaders = sync.Pool{New: func() any { return new(stringReader) }}
+
+// release lets go of the body read and pools the reader.
+func (r *stringReader) release() {
+	r.src = bytes.Buffer{}
+	r.dec.Reset(&r.src)
+	stringReaders.Put(r)
 }
