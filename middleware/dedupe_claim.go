@@ -157,7 +157,7 @@ func (d *dedupe) mayBeTakenForDead(c *claim) bool {
 func (d *dedupe) deliver(w http.ResponseWriter, r *http.Request, in *Info, pol *DedupePolicy, c *claim) {
 	// The claim outlives the client: detach the upstream call from its
 	// cancellation so the agent's answer is captured for the retry.
-	ctx := context.WithoutCancel(r.Context())
+	ctx := Detached(r.Context(), in)
 	if d.mayBeTakenForDead(c) {
 		// Make sure of the claim before the agent sees anything: with a live
 		// mark, then by a compare-and-set that fails where another request

@@ -267,6 +267,16 @@ func WithInfo(ctx context.Context, i *Info) context.Context {
 	return context.WithValue(ctx, infoKey{}, i)
 }
 
+// Detached returns ctx without its cancellation, as context.WithoutCancel,
+// carrying i: for work that outlives the request, as the agent's answer a
+// dedupe window keeps does. i on top answers the commonest lookup at once,
+// and puts a value layer over the detached context, through which the
+// others go inside the context package's own walk; made on the detached
+// context directly, every lookup would box it (an allocation a lookup).
+func Detached(ctx context.Context, i *Info) context.Context {
+	return context.WithValue(context.WithoutCancel(ctx), infoKey{}, i)
+}
+
 // infoContext is the context AccessLog gives a request: its parent, the
 // request's Info and the recorder behind Info.Status, in one allocation
 // where WithInfo and two new objects would take three.
