@@ -32,13 +32,13 @@ func TestRequestPathAllocs(t *testing.T) {
 			bt := hopBaton(t, "agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: "+ag.URL+"}}\nedges: [{to: b}]")
 			return hopCaller("http://"+bt.EgressAddr()+"/task", "b")
 		}},
-		{"two Batons (egress, ingress, agent)", 428, func() func() error {
+		{"two Batons (egress, ingress, agent)", 412, func() func() error {
 			ag := benchAgent(t)
 			bB := hopBaton(t, "agent: b\nupstream: "+ag.URL+"\nedges: [{from: a}]")
 			aB := hopBaton(t, "agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: http://"+bB.IngressAddr()+"}}\nedges: [{to: b}]")
 			return hopCaller("http://"+aB.EgressAddr()+"/task", "b")
 		}},
-		{"a chain of three Batons (two handoffs, four hops)", 856, func() func() error {
+		{"a chain of three Batons (two handoffs, four hops)", 818, func() func() error {
 			return chainCaller(t, true)
 		}},
 	}
