@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -148,5 +149,31 @@ func TestEdgeNameInterned(t *testing.T) {
 	edgeNames.RUnlock()
 	if n > maxEdgeNames {
 		t.Fatalf("%d interned edge names, bound %d", n, maxEdgeNames)
+	}
+}
+
+// TestDetached: the context outlives its parent's cancellation, keeps its
+// values, carries the Info given, and a lookup made on it directly (as
+// net/http's and the tracer's are) allocates nothing.
+func TestDetached(t *testing.T) {
+	type key struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	in := &Info{Agent: "b"}
+	ctx := Detached(parent, in)
+	cancel()
+	if ctx.Err() != nil || ctx.Done() != nil {
+		t.Fatalf("canceled with its parent: %v", ctx.Err())
+	}
+	if _, ok := ctx.Deadline(); ok {
+		t.Fatal("has a deadline")
+	}
+	if got := ctx.Value(key{}); got != "v" {
+		t.Fatalf("parent's value: got %v", got)
+	}
+	if got := InfoFromContext(ctx); got != in {
+		t.Fatalf("Info: got %p, want %p", got, in)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = ctx.Value(key{}) }); n != 0 {
+		t.Fatalf("a lookup allocates %.0f times", n)
 	}
 }
