@@ -267,14 +267,13 @@ func WithInfo(ctx context.Context, i *Info) context.Context {
 	return context.WithValue(ctx, infoKey{}, i)
 }
 
-// Detached returns ctx without its cancellation, as context.WithoutCancel,
-// carrying i: for work that outlives the request, as the agent's answer a
-// dedupe window keeps does. i on top answers the commonest lookup at once,
-// and puts a value layer over the detached context, through which the
-// others go inside the context package's own walk; made on the detached
-// context directly, every lookup would box it (an allocation a lookup).
+// Detached is context.WithoutCancel(ctx) carrying i, for work that outlives
+// the request (the answer a dedupe window keeps). With i on top, the
+// commonest lookup ends there and the others walk through the detached
+// context inside the context package; made on it directly, each lookup
+// would box it, an allocation a lookup.
 func Detached(ctx context.Context, i *Info) context.Context {
-	return context.WithValue(context.WithoutCancel(ctx), infoKey{}, i)
+	return WithInfo(context.WithoutCancel(ctx), i)
 }
 
 // infoContext is the context AccessLog gives a request: its parent, the
