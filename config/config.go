@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,9 +57,14 @@ type Config struct {
 	Compensation Compensation `yaml:"compensation"`
 	// AdminToken is the bearer token the admin API requires when the admin
 	// listener binds beyond loopback. Env: BATON_ADMIN_TOKEN.
-	AdminToken string   `yaml:"admin_token"`
-	Limits     Limits   `yaml:"limits"`
-	Timeouts   Timeouts `yaml:"timeouts"`
+	AdminToken string `yaml:"admin_token"`
+	// Profiling serves the Go runtime's profiles (CPU, heap, allocations,
+	// goroutines, blocking, mutexes, execution trace) on the admin listener
+	// under /debug/pprof/, behind AdminToken when it is set. Off by
+	// default. Env: BATON_PROFILING.
+	Profiling bool     `yaml:"profiling"`
+	Limits    Limits   `yaml:"limits"`
+	Timeouts  Timeouts `yaml:"timeouts"`
 	// Intercept says how the agent's traffic reaches Baton (see
 	// intercept.go).
 	Intercept Intercept `yaml:"intercept"`
@@ -350,9 +356,11 @@ func Decode(r io.Reader) (*Config, error) {
 // ApplyEnv overrides the top-level scalars from BATON_AGENT, BATON_UPSTREAM,
 // BATON_LOG_LEVEL and BATON_SHUTDOWN_GRACE, and the Redis password from
 // BATON_REDIS_PASSWORD (only when the file configures store.redis: a password
-// alone does not switch the store), the admin token from BATON_ADMIN_TOKEN and
-// intercept.mode from BATON_INTERCEPT_MODE (set per pod by the injector). An empty variable counts as unset. A
-// malformed duration is kept, with its text, for Validate to report.
+// alone does not switch the store), the admin token from BATON_ADMIN_TOKEN,
+// profiling from BATON_PROFILING (true or false) and intercept.mode from
+// BATON_INTERCEPT_MODE (set per pod by the injector). An empty variable
+// counts as unset. A malformed duration or boolean is kept, with its text,
+// for Validate to report.
 func (c *Config) ApplyEnv(env func(string) string) {
 	str := func(dst *string, name, path string) {
 		if v := env(name); v != "" {
@@ -378,6 +386,16 @@ func (c *Config) ApplyEnv(env func(string) string) {
 		str(&r.Password, "BATON_REDIS_PASSWORD", "store.redis.password")
 	}
 	str(&c.AdminToken, "BATON_ADMIN_TOKEN", "admin_token")
+	if v := env("BATON_PROFILING"); v != "" {
+		if on, err := strconv.ParseBool(v); err == nil {
+			c.Profiling = on
+			c.noteEnv("profiling", "BATON_PROFILING")
+		} else {
+			c.envErrs = append(c.envErrs, &FieldError{
+				Path: "profiling", Value: v, Expect: "must be true or false (from BATON_PROFILING)",
+			})
+		}
+	}
 	str(&c.Intercept.Mode, "BATON_INTERCEPT_MODE", "intercept.mode")
 }
 

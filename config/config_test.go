@@ -256,7 +256,7 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "top level, no near miss",
 			in:   minimal + "frobnicate: {window: 1h}\n",
-			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, models, approvals, tls, compensation, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`frobnicate: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, models, approvals, tls, compensation, admin_token, profiling, limits, timeouts, intercept (line 3)`},
 		},
 		{
 			name: "nested under listen",
@@ -286,7 +286,7 @@ func TestParseUnknownKeys(t *testing.T) {
 		{
 			name: "fields filled by Validate are not keys",
 			in:   minimal + "upstreamurl: http://x\n",
-			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, models, approvals, tls, compensation, admin_token, limits, timeouts, intercept (line 3)`},
+			want: []string{`upstreamurl: unknown key, want one of agent, upstream, log_level, shutdown_grace, listen, store, peers, groups, external, edges, dedupe, retry, breaker, records, contract, identity, trust, taint, journal, models, approvals, tls, compensation, admin_token, profiling, limits, timeouts, intercept (line 3)`},
 		},
 	}
 	for _, tt := range tests {

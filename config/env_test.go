@@ -120,6 +120,26 @@ func TestParseEnv(t *testing.T) {
 			wantErr: []string{`shutdown_grace: must be a duration like 15s or 1m30s (from BATON_SHUTDOWN_GRACE), got "soon"`},
 		},
 		{
+			name: "BATON_PROFILING turns profiling on, and off",
+			in:   minimal + "profiling: true\n",
+			env:  map[string]string{"BATON_PROFILING": "false"},
+			check: func(t *testing.T, c *Config) {
+				if c.Profiling {
+					t.Error("Profiling = true, want BATON_PROFILING=false to turn it off")
+				}
+				on, err := Parse(strings.NewReader(minimal), envOf(map[string]string{"BATON_PROFILING": "true"}))
+				if err != nil || !on.Profiling {
+					t.Errorf("with BATON_PROFILING=true: Profiling = %v (%v)", on != nil && on.Profiling, err)
+				}
+			},
+		},
+		{
+			name:    "malformed BATON_PROFILING names the variable and its text",
+			in:      minimal,
+			env:     map[string]string{"BATON_PROFILING": "yes please"},
+			wantErr: []string{`profiling: must be true or false (from BATON_PROFILING), got "yes please"`},
+		},
+		{
 			name:    "negative BATON_SHUTDOWN_GRACE",
 			in:      minimal,
 			env:     map[string]string{"BATON_SHUTDOWN_GRACE": "-3s"},

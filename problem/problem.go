@@ -76,6 +76,7 @@ const (
 	TLSIdentityMismatch Class = "tls-identity-mismatch"
 	BadCredential       Class = "bad-credential"
 	MissingCredential   Class = "missing-credential"
+	ProfilerBusy        Class = "profiler-busy"
 )
 
 type classInfo struct {
@@ -135,6 +136,7 @@ var classes = map[Class]classInfo{
 	BadCredential:       {"Caller credential refused", http.StatusUnauthorized, -32092},
 	MissingCredential:   {"Caller credential required", http.StatusUnauthorized, -32094},
 	UpstreamCertificate: {"Upstream certificate refused", http.StatusBadGateway, -32093},
+	ProfilerBusy:        {"Profiler busy", http.StatusConflict, -32095},
 }
 
 // Type returns the class's type URI.

@@ -11,8 +11,9 @@ import (
 	"github.com/batonproxy/baton/records"
 )
 
-// adminRouter serves the admin listener: /healthz (the process is up) and
-// /readyz (the listeners are up and the store answers).
+// adminRouter serves the admin listener: /healthz (the process is up),
+// /readyz (the listeners are up and the store answers), /metrics, the
+// capabilities' routes, and with profiling on /debug/pprof/.
 func (s *Server) adminRouter() http.Handler {
 	r := chi.NewRouter()
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -23,6 +24,7 @@ func (s *Server) adminRouter() http.Handler {
 		s.plug.Admin(r) // the capabilities' routes (sidecar/routes.go)
 	}
 	s.metricsRoute(r)
+	s.profilingRoutes(r) // admin_profiling.go
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.NotFound, "no admin endpoint "+r.URL.Path)
 	})

@@ -8,9 +8,10 @@ import (
 
 // adminRoutes lists every route of the admin listener beside what the
 // request path serves itself (GET /healthz, GET /readyz and GET /metrics,
-// in package proxy), with the package that serves it. The admin token,
-// when set, guards the first group; the approvals and the console
-// authenticate on their own (approvers, and a console session).
+// and /debug/pprof/ with profiling on, in package proxy), with the package
+// that serves it. The admin token, when set, guards the first group; the
+// approvals and the console authenticate on their own (approvers, and a
+// console session).
 func (b *Baton) adminRoutes(adminToken, agent string) func(chi.Router) {
 	return func(r chi.Router) {
 		r.Group(func(r chi.Router) {

@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/pprof"
+	rpprof "runtime/pprof"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/batonproxy/baton/problem"
+	"github.com/batonproxy/baton/records"
+)
+
+// profilingRoutes serves the Go runtime's profiles on the admin listener
+// when the configuration turns profiling on, as Envoy's admin interface
+// and Dapr's profiling port do: GET /debug/pprof/ lists them, and
+// /debug/pprof/profile?seconds=N (CPU), /debug/pprof/trace?seconds=N (the
+// execution trace), /debug/pprof/heap, /allocs, /goroutine, /block,
+// /mutex, /threadcreate, /cmdline and /symbol serve them in the formats `go
+// tool pprof` and `go tool trace` read. The admin token, when set, guards
+// them as it guards the records: a profile shows what the process holds.
+// Importing net/http/pprof also registers these handlers on
+// http.DefaultServeMux, which no Baton listener serves.
+func (s *Server) profilingRoutes(r chi.Router) {
+	if !s.cfg.Profiling {
+		return
+	}
+	r.Group(func(r chi.Router) {
+		if s.cfg.AdminToken != "" {
+			r.Use(records.AdminToken(s.cfg.AdminToken))
+		}
+		// pprof.Index serves a named profile by the path's last element
+		// under /debug/pprof/, which a chi route leaves in r.URL.Path.
+		r.Get("/debug/pprof/", pprof.Index)
+		r.Get("/debug/pprof/cmdline", pprof.Cmdline)
+		r.Get("/debug/pprof/profile", pprofProblems(pprof.Profile))
+		r.Get("/debug/pprof/symbol", pprof.Symbol)
+		r.Post("/debug/pprof/symbol", pprof.Symbol)
+		r.Get("/debug/pprof/trace", pprofProblems(pprof.Trace))
+		r.Get("/debug/pprof/{profile}", func(w http.ResponseWriter, r *http.Request) {
+			name := chi.URLParam(r, "profile")
+			if rpprof.Lookup(name) == nil {
+				problem.Write(w, r, problem.NotFound, "no profile "+name+": /debug/pprof/ lists this process's profiles")
+				return
+			}
+			pprofProblems(pprof.Index)(w, r)
+		})
+		r.Get("/debug/pprof", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/debug/pprof/", http.StatusMovedPermanently)
+		})
+	})
+}
+
+// pprofProblems answers what a pprof handler refuses as a problem instead
+// of its plain text: a CPU profile or trace already being taken (the
+// runtime takes one of each at a time) is profiler-busy, a request it
+// cannot serve (a duration past the server's write timeout) bad-request.
+func pprofProblems(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		pw := &pprofWriter{ResponseWriter: w}
+		h(pw, r)
+		if pw.status == 0 {
+			return
+		}
+		for _, k := range []string{"X-Go-Pprof", "Content-Disposition", "X-Content-Type-Options"} {
+			w.Header().Del(k)
+		}
+		detail := strings.TrimSpace(pw.msg.String())
+		switch {
+		case pw.status == http.StatusBadRequest:
+			problem.Write(w, r, problem.BadRequest, detail)
+		case strings.Contains(detail, "Could not enable"):
+			problem.Write(w, r, problem.ProfilerBusy, detail+": another profile or trace is being taken; retry once it ends")
+		default:
+			problem.Write(w, r, problem.Internal, detail)
+		}
+	}
+}
+
+// pprofWriter passes a pprof handler's answer through unless it is a
+// refusal (a status of 400 or more), which it keeps for pprofProblems.
+type pprofWriter struct {
+	http.ResponseWriter
+	status int // the refusal's, or 0
+	msg    bytes.Buffer
+}
+
+func (w *pprofWriter) WriteHeader(code int) {
+	if code >= http.StatusBadRequest {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *pprofWriter) Write(p []byte) (int, error) {
+	if w.status != 0 {
+		return w.msg.Write(p)
+	}
+	return w.ResponseWriter.Write(p)
+}

@@ -1,0 +1,163 @@
+package proxy_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonproxy/baton/problem"
+)
+
+// profilingGet sends GET path to a Baton's admin listener, with auth as the
+// Authorization header when set, and returns the answer read whole.
+func profilingGet(t *testing.T, b *baton, path, auth string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("GET", "http://"+b.AdminAddr()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, body
+}
+
+// TestProfiling serves the runtime's profiles on the admin listener when
+// profiling is on, behind the admin token, in the formats go tool pprof and
+// go tool trace read; and nothing under /debug/pprof/ when it is off.
+func TestProfiling(t *testing.T) {
+	const token = "profiling-token"
+	b := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\nprofiling: true\nadmin_token: "+token+"\n", nil)
+	bearer := "Bearer " + token
+
+	t.Run("the token guards every profile", func(t *testing.T) {
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1", "/debug/pprof/cmdline"} {
+			resp, _ := profilingGet(t, b, path, "")
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("%s without the token: status %d, want 401", path, resp.StatusCode)
+			}
+			if p := readProblem(t, resp); p.Type != problem.Unauthorized.Type() {
+				t.Errorf("%s: problem type %q", path, p.Type)
+			}
+		}
+		if resp, _ := profilingGet(t, b, "/debug/pprof/", "Bearer wrong"); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a wrong token: status %d, want 401", resp.StatusCode)
+		}
+	})
+	t.Run("index", func(t *testing.T) {
+		resp, body := profilingGet(t, b, "/debug/pprof/", bearer)
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte("goroutine")) || !bytes.Contains(body, []byte("heap")) {
+			t.Fatalf("index: status %d, body %.300s", resp.StatusCode, body)
+		}
+	})
+	t.Run("heap as text", func(t *testing.T) {
+		resp, body := profilingGet(t, b, "/debug/pprof/heap?debug=1", bearer)
+		if resp.StatusCode != 200 || !bytes.HasPrefix(body, []byte("heap profile:")) {
+			t.Fatalf("heap: status %d, body %.200s", resp.StatusCode, body)
+		}
+	})
+	t.Run("goroutines name Baton's own", func(t *testing.T) {
+		resp, body := profilingGet(t, b, "/debug/pprof/goroutine?debug=2", bearer)
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte("github.com/batonproxy/baton/")) {
+			t.Fatalf("goroutine: status %d, body %.200s", resp.StatusCode, body)
+		}
+	})
+	t.Run("cpu profile", func(t *testing.T) {
+		resp, body := profilingGet(t, b, "/debug/pprof/profile?seconds=1", bearer)
+		if resp.StatusCode != 200 {
+			t.Fatalf("profile: status %d, body %.200s", resp.StatusCode, body)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("the CPU profile is not gzipped protobuf: %v", err)
+		}
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The profile's string table names its sample types.
+		if !bytes.Contains(raw, []byte("nanoseconds")) || !bytes.Contains(raw, []byte("cpu")) {
+			t.Errorf("the CPU profile names no cpu/nanoseconds sample type (%d bytes)", len(raw))
+		}
+	})
+	t.Run("execution trace", func(t *testing.T) {
+		resp, body := profilingGet(t, b, "/debug/pprof/trace?seconds=0.2", bearer)
+		if resp.StatusCode != 200 || !bytes.HasPrefix(body, []byte("go 1.")) {
+			t.Fatalf("trace: status %d, body starts %q", resp.StatusCode, body[:min(len(body), 16)])
+		}
+	})
+	t.Run("one cpu profile at a time", func(t *testing.T) {
+		first := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("GET", "http://"+b.AdminAddr()+"/debug/pprof/profile?seconds=3", nil)
+			req.Header.Set("Authorization", bearer)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				first <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			first <- resp.StatusCode
+		}()
+		// The first takes three seconds; a second asked for meanwhile is
+		// refused (tried again should the first not have started yet).
+		busy := false
+		for try := 0; try < 3 && !busy; try++ {
+			time.Sleep(200 * time.Millisecond)
+			resp, _ := profilingGet(t, b, "/debug/pprof/profile?seconds=1", bearer)
+			if resp.StatusCode == http.StatusConflict {
+				p := readProblem(t, resp)
+				if p.Type != problem.ProfilerBusy.Type() || !strings.Contains(p.Detail, "CPU profiling") {
+					t.Errorf("problem %+v", p)
+				}
+				if resp.Header.Get("X-Go-Pprof") != "" {
+					t.Error("the problem keeps pprof's X-Go-Pprof header")
+				}
+				busy = true
+			}
+		}
+		if !busy {
+			t.Error("a second CPU profile while one was being taken was not refused")
+		}
+		if status := <-first; status != 200 {
+			t.Errorf("the first profile: status %d", status)
+		}
+	})
+	t.Run("an unknown profile", func(t *testing.T) {
+		resp, _ := profilingGet(t, b, "/debug/pprof/nosuch", bearer)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("status %d, want 404", resp.StatusCode)
+		}
+		if p := readProblem(t, resp); p.Type != problem.NotFound.Type() || !strings.Contains(p.Detail, "nosuch") {
+			t.Errorf("problem %+v", p)
+		}
+	})
+
+	t.Run("off by default", func(t *testing.T) {
+		off := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\n", nil)
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/profile?seconds=1", "/debug/pprof/heap"} {
+			resp, _ := profilingGet(t, off, path, "")
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("%s with profiling off: status %d, want 404", path, resp.StatusCode)
+			}
+			if p := readProblem(t, resp); p.Type != problem.NotFound.Type() {
+				t.Errorf("%s: problem type %q", path, p.Type)
+			}
+		}
+	})
+}
