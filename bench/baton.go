@@ -80,6 +80,9 @@ type batonSpec struct {
 	h2c bool
 	// tls, when set, is mutual TLS between the Batons (tls).
 	tls *tlsFiles
+	// profiling serves the runtime's profiles on the admin listener
+	// (profiling: true), for -profile.
+	profiling bool
 }
 
 // tlsFiles are one Baton's certificate, key and trust bundle.
@@ -96,6 +99,9 @@ func (s batonSpec) yaml() string {
 	fmt.Fprintf(&b, "listen:\n  egress: %s\n  ingress: %s\n  admin: %s\n", s.egress, s.ingress, s.admin)
 	if s.h2c {
 		b.WriteString("  h2c: true\n")
+	}
+	if s.profiling {
+		b.WriteString("profiling: true\n")
 	}
 	if t := s.tls; t != nil {
 		fmt.Fprintf(&b, "tls:\n  cert_file: %s\n  key_file: %s\n  ca_file: %s\n  trust_domain: bench.local\n", t.cert, t.key, t.bundle)
@@ -140,6 +146,7 @@ func (s batonSpec) yaml() string {
 // times process start to the first 200 from the admin /readyz, polling
 // every readyPoll.
 func (h *harness) startBaton(ctx context.Context, bin string, s batonSpec) (*child, time.Duration, error) {
+	s.profiling = s.profiling || h.o.profileDir != ""
 	cfg := filepath.Join(h.dir, s.name+".yaml")
 	if err := os.WriteFile(cfg, []byte(s.yaml()), 0o644); err != nil {
 		return nil, 0, fmt.Errorf("%s: writing config: %w", s.name, err)

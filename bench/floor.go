@@ -24,6 +24,7 @@ func runFloor(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address to listen on")
 	upstream := fs.String("upstream", "", "agent base URL, e.g. http://127.0.0.1:8080")
+	pprofAddr := fs.String("pprof", "", "also serve the Go runtime's profiles on this loopback address (/debug/pprof/), for -profile")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -31,6 +32,12 @@ func runFloor(args []string, stderr io.Writer) int {
 	if err != nil || target.Host == "" {
 		fmt.Fprintf(stderr, "bench floor: --upstream must be a URL like http://127.0.0.1:8080, got %q\n", *upstream)
 		return 2
+	}
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr); err != nil {
+			fmt.Fprintf(stderr, "bench floor: %v\n", err)
+			return 1
+		}
 	}
 	// The same GC setting as Baton's main.
 	if os.Getenv("GOGC") == "" {

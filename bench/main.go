@@ -106,8 +106,11 @@ type options struct {
 	rows      map[string]bool
 	repeat    int
 	keep      bool
-	sse       sseOptions // the -sse mode, when sse.streams > 0
-	startup   int        // the -startup mode: starts per store, when > 0
+	// profileDir, when set, is where each measured run's CPU profiles of
+	// the proxies go (profile.go).
+	profileDir string
+	sse        sseOptions // the -sse mode, when sse.streams > 0
+	startup    int        // the -startup mode: starts per store, when > 0
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -130,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&rows, "rows", strings.Join(rowNames, ","), "comma-separated rows to run")
 	fs.IntVar(&o.repeat, "repeat", 1, "measure every row this many times, in rounds of all the rows, and report the median ratios")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, logs) and print its path")
+	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each Baton and of the Go floor, taken during each measured run, to this directory (made if missing) as <row>[-r<round>]-<process>.pprof")
 	fs.IntVar(&o.startup, "startup", 0, "instead of the rows: start Baton this many times per store and report exec to /readyz 200, and its idle RSS")
 	fs.IntVar(&o.sse.streams, "sse", 0, "instead of the rows: this many concurrent SSE streams through Baton, every event checked (see -sse-*)")
 	fs.IntVar(&o.sse.events, "sse-events", 20, "with -sse: events per stream")
@@ -190,6 +194,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.bodyBytes < 0 || o.bodyBytes > 8<<20 {
 		errs = append(errs, fmt.Errorf("-body-bytes: must be between 0 and 8388608, got %d", o.bodyBytes))
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			errs = append(errs, fmt.Errorf("-profile: %w", err))
+		}
 	}
 	switch o.batonLog {
 	case "", "debug", "info", "warn", "error":

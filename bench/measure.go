@@ -82,6 +82,7 @@ func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
 		return err
 	}
 	sampler := startRSSSampler(groups)
+	profiles := h.startProfiles(ctx, ep, h.profileLabel(row.Name), int(h.o.dur/time.Second))
 	start := time.Now()
 	r, err := w.run(ctx)
 	wall := time.Since(start)
@@ -89,6 +90,7 @@ func (h *harness) measure(ctx context.Context, ep *endpoint, row *Row) error {
 	if err != nil {
 		return err
 	}
+	row.Profiles = awaitProfiles(profiles, row)
 	busyAfter, err := machineBusy()
 	if err != nil {
 		return err

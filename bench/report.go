@@ -72,6 +72,9 @@ type Row struct {
 	// Warnings are things that went wrong in a row that was still measured.
 	Warnings []string `json:"warnings,omitempty"`
 	Command  string   `json:"command,omitempty"`
+	// Profiles are the CPU profiles taken during the measured run, with
+	// -profile: one file per process.
+	Profiles []string `json:"profiles,omitempty"`
 	// WarmupS is the unmeasured run before the measured one: -warmup, and
 	// the rounds after it until the proxy's RSS stopped growing.
 	WarmupS float64 `json:"warmup_s,omitempty"`

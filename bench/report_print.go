@@ -236,6 +236,9 @@ func (res *results) findings() []string {
 		for _, w := range r.Warnings {
 			out = append(out, fmt.Sprintf("%s: WARNING: %s", name, w))
 		}
+		if len(r.Profiles) > 0 {
+			out = append(out, fmt.Sprintf("%s: CPU profiles of the measured run: %s", name, strings.Join(r.Profiles, " ")))
+		}
 		for _, sv := range r.Services {
 			if r.Status == statusOK {
 				svc := sv.Name

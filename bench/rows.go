@@ -31,6 +31,7 @@ type harness struct {
 	agentAddr string
 	batonBin  string
 	batonErr  error // why Baton could not be built, once
+	round     int   // the round being measured, from 1
 }
 
 // endpoint is a row made ready to measure: where wrk sends, which
@@ -56,6 +57,9 @@ type instance struct {
 	// settle trim is done (settleWait after this).
 	started time.Time
 	role    string // what a service is to the row, for the report
+	// pprof is where the process serves its profiles, with -profile: a
+	// Baton's admin listener, the floor's --pprof.
+	pprof string
 }
 
 // bodyOr returns the endpoint's request body, or def when it has none of
@@ -121,6 +125,7 @@ func (h *harness) runAll(ctx context.Context) (*results, error) {
 	// Each round runs every row in order, so the pairs of a ratio still run
 	// back to back, and the rounds spread each pair over the run's time.
 	for round := 1; round <= h.o.repeat && ctx.Err() == nil; round++ {
+		h.round = round
 		for _, name := range rowNames {
 			if !h.o.rows[name] {
 				continue
@@ -197,7 +202,15 @@ func (h *harness) setupFloor(ctx context.Context) (*endpoint, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := h.sup.start("floor", h.self, "floor", "--listen", addr, "--upstream", "http://"+h.agentAddr)
+	args := []string{"floor", "--listen", addr, "--upstream", "http://" + h.agentAddr}
+	var pprofAddr string
+	if h.o.profileDir != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return nil, nil, err
+		}
+		args = append(args, "--pprof", pprofAddr)
+	}
+	c, err := h.sup.start("floor", h.self, args...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,7 +218,7 @@ func (h *harness) setupFloor(ctx context.Context) (*endpoint, func(), error) {
 	if err := waitProbe(ctx, c, url, "", h.body); err != nil {
 		return nil, c.stop, err
 	}
-	return &endpoint{url: url, instances: []instance{{name: "floor", pids: []int{c.pid()}}}}, c.stop, nil
+	return &endpoint{url: url, instances: []instance{{name: "floor", pids: []int{c.pid()}, pprof: pprofAddr}}}, c.stop, nil
 }
 
 // baton returns the Baton binary, building it once per run.
@@ -264,7 +277,7 @@ func (h *harness) setupBaton1With(ctx context.Context, core bool) (*endpoint, fu
 		return nil, stop, err
 	}
 	return &endpoint{url: url, host: "bench-b", instances: []instance{
-		{name: "baton", pids: []int{c.pid()}, ready: ready, started: c.started},
+		{name: "baton", pids: []int{c.pid()}, ready: ready, started: c.started, pprof: h.pprofOf(a[2])},
 	}}, stop, nil
 }
 
@@ -411,8 +424,8 @@ func (h *harness) startBaton2(ctx context.Context, bin string, specA, specB bato
 		}
 	}
 	return &endpoint{url: url, host: "bench-b", instances: []instance{
-		{name: "baton-a", pids: []int{ca.pid()}, ready: readyA, started: ca.started},
-		{name: "baton-b", pids: []int{cb.pid()}, ready: readyB, started: cb.started},
+		{name: "baton-a", pids: []int{ca.pid()}, ready: readyA, started: ca.started, pprof: h.pprofOf(specA.admin)},
+		{name: "baton-b", pids: []int{cb.pid()}, ready: readyB, started: cb.started, pprof: h.pprofOf(specB.admin)},
 	}}, stop, nil
 }
 

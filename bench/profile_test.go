@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/batonproxy/baton/config"
+)
+
+// TestProfiles takes a CPU profile of a process serving its profiles (the
+// floor's --pprof) into the -profile directory, and reports a process that
+// cannot be profiled as a warning of the row, without a file.
+func TestProfiles(t *testing.T) {
+	t.Parallel()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := servePprof(addr); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+
+	dir := t.TempDir()
+	h := &harness{o: &options{profileDir: dir, repeat: 2}, round: 2}
+	ep := &endpoint{instances: []instance{
+		{name: "floor", pprof: addr},
+		{name: "gone", pprof: closed},
+		{name: "nginx"}, // serves no profiles
+	}}
+	row := &Row{Name: "go-floor"}
+	got := awaitProfiles(h.startProfiles(context.Background(), ep, h.profileLabel(row.Name), 1), row)
+
+	want := filepath.Join(dir, "go-floor-r2-floor.pprof")
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("profiles %q, want [%s]", got, want)
+	}
+	b, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s is not a gzipped profile: %v", want, err)
+	}
+	if raw, err := io.ReadAll(zr); err != nil || !bytes.Contains(raw, []byte("nanoseconds")) {
+		t.Errorf("%s names no CPU sample type (%v)", want, err)
+	}
+	if len(row.Warnings) != 1 || !strings.Contains(row.Warnings[0], closed) {
+		t.Errorf("warnings %q, want one naming %s", row.Warnings, closed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go-floor-r2-gone.pprof")); !os.IsNotExist(err) {
+		t.Errorf("a file for the process that could not be profiled: %v", err)
+	}
+
+	// Without -profile, nothing is asked for.
+	none := &harness{o: &options{}}
+	if ps := none.startProfiles(context.Background(), ep, "x", 1); ps != nil {
+		t.Errorf("without -profile: %d profiles started", len(ps))
+	}
+}
+
+// TestProfilingConfig turns profiling on in a Baton's generated config.
+func TestProfilingConfig(t *testing.T) {
+	t.Parallel()
+	s := batonSpec{
+		agent: "bench-a", upstream: "http://127.0.0.1:9000",
+		egress: "127.0.0.1:9001", ingress: "127.0.0.1:9002", admin: "127.0.0.1:9003", profiling: true,
+	}
+	c, err := config.Parse(strings.NewReader(s.yaml()), func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("config.Parse:\n%s\nerror: %v", s.yaml(), err)
+	}
+	if !c.Profiling {
+		t.Errorf("profiling off in\n%s", s.yaml())
+	}
+	s.profiling = false
+	if c, err := config.Parse(strings.NewReader(s.yaml()), func(string) string { return "" }); err != nil || c.Profiling {
+		t.Errorf("profiling %v without it (%v)", c != nil && c.Profiling, err)
+	}
+}
