@@ -74,6 +74,7 @@ func fetchProfile(ctx context.Context, url, path string, secs time.Duration) err
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		f.Close()
+		os.Remove(path) // no partial profile left behind
 		return fmt.Errorf("CPU profile: reading %s: %w", url, err)
 	}
 	return f.Close()

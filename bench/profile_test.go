@@ -5,7 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
-	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,18 +27,19 @@ func TestProfiles(t *testing.T) {
 	if err := servePprof(addr); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	// A process that refuses to be profiled (as a Baton whose CPU profiler
+	// is taken does).
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "profiler busy", http.StatusConflict)
+	}))
+	defer refusing.Close()
+	refusingAddr := strings.TrimPrefix(refusing.URL, "http://")
 
 	dir := t.TempDir()
 	h := &harness{o: &options{profileDir: dir, repeat: 2}, round: 2}
 	ep := &endpoint{instances: []instance{
 		{name: "floor", pprof: addr},
-		{name: "gone", pprof: closed},
+		{name: "refusing", pprof: refusingAddr},
 		{name: "nginx"}, // serves no profiles
 	}}
 	row := &Row{Name: "go-floor"}
@@ -58,10 +60,10 @@ func TestProfiles(t *testing.T) {
 	if raw, err := io.ReadAll(zr); err != nil || !bytes.Contains(raw, []byte("nanoseconds")) {
 		t.Errorf("%s names no CPU sample type (%v)", want, err)
 	}
-	if len(row.Warnings) != 1 || !strings.Contains(row.Warnings[0], closed) {
-		t.Errorf("warnings %q, want one naming %s", row.Warnings, closed)
+	if len(row.Warnings) != 1 || !strings.Contains(row.Warnings[0], refusingAddr) || !strings.Contains(row.Warnings[0], "409") {
+		t.Errorf("warnings %q, want one naming %s and its answer", row.Warnings, refusingAddr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "go-floor-r2-gone.pprof")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "go-floor-r2-refusing.pprof")); !os.IsNotExist(err) {
 		t.Errorf("a file for the process that could not be profiled: %v", err)
 	}
 

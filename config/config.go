@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -387,8 +386,8 @@ func (c *Config) ApplyEnv(env func(string) string) {
 	}
 	str(&c.AdminToken, "BATON_ADMIN_TOKEN", "admin_token")
 	if v := env("BATON_PROFILING"); v != "" {
-		if on, err := strconv.ParseBool(v); err == nil {
-			c.Profiling = on
+		if v == "true" || v == "false" {
+			c.Profiling = v == "true"
 			c.noteEnv("profiling", "BATON_PROFILING")
 		} else {
 			c.envErrs = append(c.envErrs, &FieldError{

@@ -136,8 +136,8 @@ func TestParseEnv(t *testing.T) {
 		{
 			name:    "malformed BATON_PROFILING names the variable and its text",
 			in:      minimal,
-			env:     map[string]string{"BATON_PROFILING": "yes please"},
-			wantErr: []string{`profiling: must be true or false (from BATON_PROFILING), got "yes please"`},
+			env:     map[string]string{"BATON_PROFILING": "1"},
+			wantErr: []string{`profiling: must be true or false (from BATON_PROFILING), got "1"`},
 		},
 		{
 			name:    "negative BATON_SHUTDOWN_GRACE",

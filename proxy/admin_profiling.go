@@ -35,17 +35,17 @@ func (s *Server) profilingRoutes(r chi.Router) {
 		// under /debug/pprof/, which a chi route leaves in r.URL.Path.
 		r.Get("/debug/pprof/", pprof.Index)
 		r.Get("/debug/pprof/cmdline", pprof.Cmdline)
-		r.Get("/debug/pprof/profile", pprofProblems(pprof.Profile))
+		r.Get("/debug/pprof/profile", pprofProblems(pprof.Profile, "CPU profile"))
 		r.Get("/debug/pprof/symbol", pprof.Symbol)
 		r.Post("/debug/pprof/symbol", pprof.Symbol)
-		r.Get("/debug/pprof/trace", pprofProblems(pprof.Trace))
+		r.Get("/debug/pprof/trace", pprofProblems(pprof.Trace, "execution trace"))
 		r.Get("/debug/pprof/{profile}", func(w http.ResponseWriter, r *http.Request) {
 			name := chi.URLParam(r, "profile")
 			if rpprof.Lookup(name) == nil {
 				problem.Write(w, r, problem.NotFound, "no profile "+name+": /debug/pprof/ lists this process's profiles")
 				return
 			}
-			pprofProblems(pprof.Index)(w, r)
+			pprofProblems(pprof.Index, "")(w, r)
 		})
 		r.Get("/debug/pprof", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/debug/pprof/", http.StatusMovedPermanently)
@@ -54,25 +54,28 @@ func (s *Server) profilingRoutes(r chi.Router) {
 }
 
 // pprofProblems answers what a pprof handler refuses as a problem instead
-// of its plain text: a CPU profile or trace already being taken (the
-// runtime takes one of each at a time) is profiler-busy, a request it
-// cannot serve (a duration past the server's write timeout) bad-request.
-func pprofProblems(h http.HandlerFunc) http.HandlerFunc {
+// of its plain text, by its status: 400 (a malformed seconds parameter) is
+// bad-request, 404 not-found; a 500 from the handler that takes one of the
+// runtime's exclusive recordings (holds, "CPU profile" or "execution
+// trace": the runtime takes one of each at a time) is profiler-busy, any
+// other internal. A client that left is answered nothing.
+func pprofProblems(h http.HandlerFunc, holds string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		pw := &pprofWriter{ResponseWriter: w}
 		h(pw, r)
-		if pw.status == 0 {
+		if pw.status == 0 || r.Context().Err() != nil {
 			return
 		}
-		for _, k := range []string{"X-Go-Pprof", "Content-Disposition", "X-Content-Type-Options"} {
-			w.Header().Del(k)
-		}
+		w.Header().Del("X-Go-Pprof")
+		w.Header().Del("Content-Disposition")
 		detail := strings.TrimSpace(pw.msg.String())
 		switch {
 		case pw.status == http.StatusBadRequest:
 			problem.Write(w, r, problem.BadRequest, detail)
-		case strings.Contains(detail, "Could not enable"):
-			problem.Write(w, r, problem.ProfilerBusy, detail+": another profile or trace is being taken; retry once it ends")
+		case pw.status == http.StatusNotFound:
+			problem.Write(w, r, problem.NotFound, detail)
+		case pw.status == http.StatusInternalServerError && holds != "":
+			problem.Write(w, r, problem.ProfilerBusy, detail+": another "+holds+" is being taken in this process; retry once it ends")
 		default:
 			problem.Write(w, r, problem.Internal, detail)
 		}
@@ -101,3 +104,7 @@ func (w *pprofWriter) Write(p []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(p)
 }
+
+// Unwrap lets http.ResponseController reach the connection (pprof extends
+// the write deadline of a long profile through it).
+func (w *pprofWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

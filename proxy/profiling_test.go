@@ -5,9 +5,10 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
+	rpprof "runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/batonproxy/baton/problem"
 )
@@ -100,42 +101,54 @@ func TestProfiling(t *testing.T) {
 			t.Fatalf("trace: status %d, body starts %q", resp.StatusCode, body[:min(len(body), 16)])
 		}
 	})
-	t.Run("one cpu profile at a time", func(t *testing.T) {
-		first := make(chan int, 1)
-		go func() {
-			req, _ := http.NewRequest("GET", "http://"+b.AdminAddr()+"/debug/pprof/profile?seconds=3", nil)
-			req.Header.Set("Authorization", bearer)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				first <- 0
-				return
+	t.Run("one cpu profile and one trace at a time", func(t *testing.T) {
+		// The Baton runs in this process: holding the runtime's profiler
+		// here is what another profile being taken looks like to it.
+		if err := rpprof.StartCPUProfile(io.Discard); err != nil {
+			t.Fatalf("holding the CPU profiler: %v", err)
+		}
+		resp, _ := profilingGet(t, b, "/debug/pprof/profile?seconds=1", bearer)
+		rpprof.StopCPUProfile()
+		if err := trace.Start(io.Discard); err != nil {
+			t.Fatalf("holding the tracer: %v", err)
+		}
+		tresp, _ := profilingGet(t, b, "/debug/pprof/trace?seconds=1", bearer)
+		trace.Stop()
+		for _, c := range []struct {
+			resp *http.Response
+			what string
+		}{{resp, "CPU profile"}, {tresp, "execution trace"}} {
+			if c.resp.StatusCode != http.StatusConflict {
+				t.Fatalf("%s while one is being taken: status %d, want 409", c.what, c.resp.StatusCode)
 			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			first <- resp.StatusCode
-		}()
-		// The first takes three seconds; a second asked for meanwhile is
-		// refused (tried again should the first not have started yet).
-		busy := false
-		for try := 0; try < 3 && !busy; try++ {
-			time.Sleep(200 * time.Millisecond)
-			resp, _ := profilingGet(t, b, "/debug/pprof/profile?seconds=1", bearer)
-			if resp.StatusCode == http.StatusConflict {
-				p := readProblem(t, resp)
-				if p.Type != problem.ProfilerBusy.Type() || !strings.Contains(p.Detail, "CPU profiling") {
-					t.Errorf("problem %+v", p)
-				}
-				if resp.Header.Get("X-Go-Pprof") != "" {
-					t.Error("the problem keeps pprof's X-Go-Pprof header")
-				}
-				busy = true
+			if p := readProblem(t, c.resp); p.Type != problem.ProfilerBusy.Type() || !strings.Contains(p.Detail, "another "+c.what) {
+				t.Errorf("%s: problem %+v", c.what, p)
+			}
+			if c.resp.Header.Get("X-Go-Pprof") != "" || c.resp.Header.Get("Content-Disposition") != "" {
+				t.Errorf("%s: the problem keeps pprof's headers %v", c.what, c.resp.Header)
 			}
 		}
-		if !busy {
-			t.Error("a second CPU profile while one was being taken was not refused")
+	})
+	t.Run("a malformed parameter", func(t *testing.T) {
+		resp, _ := profilingGet(t, b, "/debug/pprof/heap?seconds=soon", bearer)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("status %d, want 400", resp.StatusCode)
 		}
-		if status := <-first; status != 200 {
-			t.Errorf("the first profile: status %d", status)
+		if p := readProblem(t, resp); p.Type != problem.BadRequest.Type() || !strings.Contains(p.Detail, "seconds") {
+			t.Errorf("problem %+v", p)
+		}
+	})
+	t.Run("the index without its slash", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", "http://"+b.AdminAddr()+"/debug/pprof", nil)
+		req.Header.Set("Authorization", bearer)
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/debug/pprof/" {
+			t.Errorf("status %d, Location %q; want 301 to /debug/pprof/", resp.StatusCode, resp.Header.Get("Location"))
 		}
 	})
 	t.Run("an unknown profile", func(t *testing.T) {
@@ -148,6 +161,13 @@ func TestProfiling(t *testing.T) {
 		}
 	})
 
+	t.Run("without a token, on loopback", func(t *testing.T) {
+		open := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\nprofiling: true\n", nil)
+		resp, body := profilingGet(t, open, "/debug/pprof/heap?debug=1", "")
+		if resp.StatusCode != 200 || !bytes.HasPrefix(body, []byte("heap profile:")) {
+			t.Fatalf("heap: status %d, body %.200s", resp.StatusCode, body)
+		}
+	})
 	t.Run("off by default", func(t *testing.T) {
 		off := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\n", nil)
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/profile?seconds=1", "/debug/pprof/heap"} {
