@@ -133,7 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&rows, "rows", strings.Join(rowNames, ","), "comma-separated rows to run")
 	fs.IntVar(&o.repeat, "repeat", 1, "measure every row this many times, in rounds of all the rows, and report the median ratios")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configs, logs) and print its path")
-	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each Baton and of the Go floor, taken during each measured run, to this directory (made if missing) as <row>[-r<round>]-<process>.pprof")
+	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each Baton and of the Go floor, taken during each measured run, and a one-second execution trace from its middle, to this directory (made if missing) as <row>[-r<round>]-<process>.pprof and .trace")
 	fs.IntVar(&o.startup, "startup", 0, "instead of the rows: start Baton this many times per store and report exec to /readyz 200, and its idle RSS")
 	fs.IntVar(&o.sse.streams, "sse", 0, "instead of the rows: this many concurrent SSE streams through Baton, every event checked (see -sse-*)")
 	fs.IntVar(&o.sse.events, "sse-events", 20, "with -sse: events per stream")

@@ -16,21 +16,29 @@ import (
 // With -profile DIR, every Baton runs with profiling on and the Go floor
 // serves the same profiles on a listener of its own (--pprof), and during
 // each measured run the harness takes a CPU profile of each of them, as
-// long as the run: DIR/<row>[-r<round>]-<process>.pprof, which `go tool
-// pprof` reads, and `-diff_base` compares (a Baton against the floor, one
-// build against another). Sampling costs each process a few percent of CPU
-// while it runs, so the CPU figures of a profiled run are compared with
-// those of other profiled runs only.
+// long as the run, and a one-second execution trace from the middle of it:
+// DIR/<row>[-r<round>]-<process>.pprof, which `go tool pprof` reads and
+// `-diff_base` compares (a Baton against the floor, one build against
+// another), and .trace beside it, for `go tool trace` (whose -pprof=sched,
+// net, sync and syscall profiles say where requests wait). Sampling and
+// tracing cost each process some of its CPU while they run, so the CPU
+// figures of a profiled run are compared with those of other profiled runs
+// only.
 
-// profiling is a CPU profile being taken of one process of a row.
+// profiling is a CPU profile or a trace being taken of one process of a row.
 type profiling struct {
 	path string
 	done chan error
 }
 
+// traceSecs is how long the execution trace of a measured run is: a second
+// holds thousands of requests, in a few megabytes.
+const traceSecs = 1
+
 // startProfiles asks every process of ep that serves profiles for a CPU
-// profile of secs seconds, each written to a file under the -profile
-// directory named after label and the process. It returns at once.
+// profile of secs seconds and, from the middle of them, an execution trace
+// of traceSecs, each written to a file under the -profile directory named
+// after label and the process. It returns at once.
 func (h *harness) startProfiles(ctx context.Context, ep *endpoint, label string, secs int) []*profiling {
 	if h.o.profileDir == "" {
 		return nil
@@ -40,18 +48,30 @@ func (h *harness) startProfiles(ctx context.Context, ep *endpoint, label string,
 		if in.pprof == "" {
 			continue
 		}
-		p := &profiling{
-			path: filepath.Join(h.o.profileDir, label+"-"+in.name+".pprof"),
-			done: make(chan error, 1),
-		}
+		base := filepath.Join(h.o.profileDir, label+"-"+in.name)
+		cpu := &profiling{path: base + ".pprof", done: make(chan error, 1)}
 		url := "http://" + in.pprof + "/debug/pprof/profile?seconds=" + strconv.Itoa(secs)
-		go func() { p.done <- fetchProfile(ctx, url, p.path, time.Duration(secs)*time.Second) }()
-		out = append(out, p)
+		go func() { cpu.done <- fetchProfile(ctx, url, cpu.path, time.Duration(secs)*time.Second) }()
+		out = append(out, cpu)
+		if secs > traceSecs {
+			tr := &profiling{path: base + ".trace", done: make(chan error, 1)}
+			turl := "http://" + in.pprof + "/debug/pprof/trace?seconds=" + strconv.Itoa(traceSecs)
+			wait := time.Duration(secs-traceSecs) * time.Second / 2
+			go func() {
+				select {
+				case <-time.After(wait):
+					tr.done <- fetchProfile(ctx, turl, tr.path, traceSecs*time.Second)
+				case <-ctx.Done():
+					tr.done <- ctx.Err()
+				}
+			}()
+			out = append(out, tr)
+		}
 	}
 	return out
 }
 
-// fetchProfile GETs a CPU profile and writes it to path.
+// fetchProfile GETs a CPU profile or a trace and writes it to path.
 func fetchProfile(ctx context.Context, url, path string, secs time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, secs+30*time.Second)
 	defer cancel()
@@ -61,12 +81,12 @@ func fetchProfile(ctx context.Context, url, path string, secs time.Duration) err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("CPU profile: %w", err)
+		return fmt.Errorf("profile: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("CPU profile: %s answered %d: %s", url, resp.StatusCode, b)
+		return fmt.Errorf("profile: %s answered %d: %s", url, resp.StatusCode, b)
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -75,7 +95,7 @@ func fetchProfile(ctx context.Context, url, path string, secs time.Duration) err
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		f.Close()
 		os.Remove(path) // no partial profile left behind
-		return fmt.Errorf("CPU profile: reading %s: %w", url, err)
+		return fmt.Errorf("profile: reading %s: %w", url, err)
 	}
 	return f.Close()
 }

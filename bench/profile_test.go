@@ -15,9 +15,10 @@ import (
 	"github.com/batonproxy/baton/config"
 )
 
-// TestProfiles takes a CPU profile of a process serving its profiles (the
-// floor's --pprof) into the -profile directory, and reports a process that
-// cannot be profiled as a warning of the row, without a file.
+// TestProfiles takes a CPU profile and an execution trace of a process
+// serving its profiles (the floor's --pprof) into the -profile directory,
+// and reports a process that cannot be profiled as warnings of the row,
+// without files.
 func TestProfiles(t *testing.T) {
 	t.Parallel()
 	addr, err := freeAddr()
@@ -43,11 +44,15 @@ func TestProfiles(t *testing.T) {
 		{name: "nginx"}, // serves no profiles
 	}}
 	row := &Row{Name: "go-floor"}
-	got := awaitProfiles(h.startProfiles(context.Background(), ep, h.profileLabel(row.Name), 1), row)
+	got := awaitProfiles(h.startProfiles(context.Background(), ep, h.profileLabel(row.Name), 3), row)
 
 	want := filepath.Join(dir, "go-floor-r2-floor.pprof")
-	if len(got) != 1 || got[0] != want {
-		t.Fatalf("profiles %q, want [%s]", got, want)
+	wantTrace := filepath.Join(dir, "go-floor-r2-floor.trace")
+	if len(got) != 2 || got[0] != want || got[1] != wantTrace {
+		t.Fatalf("profiles %q, want [%s %s]", got, want, wantTrace)
+	}
+	if tr, err := os.ReadFile(wantTrace); err != nil || !bytes.HasPrefix(tr, []byte("go 1.")) {
+		t.Errorf("%s is not an execution trace (%v)", wantTrace, err)
 	}
 	b, err := os.ReadFile(want)
 	if err != nil {
@@ -60,11 +65,23 @@ func TestProfiles(t *testing.T) {
 	if raw, err := io.ReadAll(zr); err != nil || !bytes.Contains(raw, []byte("nanoseconds")) {
 		t.Errorf("%s names no CPU sample type (%v)", want, err)
 	}
-	if len(row.Warnings) != 1 || !strings.Contains(row.Warnings[0], refusingAddr) || !strings.Contains(row.Warnings[0], "409") {
-		t.Errorf("warnings %q, want one naming %s and its answer", row.Warnings, refusingAddr)
+	if len(row.Warnings) != 2 {
+		t.Errorf("warnings %q, want the refused profile's and trace's", row.Warnings)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "go-floor-r2-refusing.pprof")); !os.IsNotExist(err) {
-		t.Errorf("a file for the process that could not be profiled: %v", err)
+	for _, w := range row.Warnings {
+		if !strings.Contains(w, refusingAddr) || !strings.Contains(w, "409") {
+			t.Errorf("warning %q does not name %s and its answer", w, refusingAddr)
+		}
+	}
+	for _, ext := range []string{".pprof", ".trace"} {
+		if _, err := os.Stat(filepath.Join(dir, "go-floor-r2-refusing"+ext)); !os.IsNotExist(err) {
+			t.Errorf("a %s file for the process that could not be profiled: %v", ext, err)
+		}
+	}
+	// A run too short for a trace beside its profile takes none.
+	short := awaitProfiles(h.startProfiles(context.Background(), &endpoint{instances: ep.instances[:1]}, "short", 1), &Row{})
+	if len(short) != 1 || !strings.HasSuffix(short[0], "short-floor.pprof") {
+		t.Errorf("a one-second run: profiles %q, want its CPU profile only", short)
 	}
 
 	// Without -profile, nothing is asked for.

@@ -237,7 +237,7 @@ func (res *results) findings() []string {
 			out = append(out, fmt.Sprintf("%s: WARNING: %s", name, w))
 		}
 		if len(r.Profiles) > 0 {
-			out = append(out, fmt.Sprintf("%s: CPU profiles of the measured run: %s", name, strings.Join(r.Profiles, " ")))
+			out = append(out, fmt.Sprintf("%s: profiles of the measured run: %s", name, strings.Join(r.Profiles, " ")))
 		}
 		for _, sv := range r.Services {
 			if r.Status == statusOK {
