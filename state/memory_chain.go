@@ -59,24 +59,45 @@ func (m *Memory) link(l Link, ttl time.Duration) LinkResult {
 // Extend appends to the chain at log the entry build makes on the chain's
 // tail ("" for an empty chain), with the values build attaches, and gives
 // the chain ttl (0: it keeps the one it had). It is one link that cannot
-// lose a race: build runs under the store's lock. An in-process writer (the
-// record book) uses it instead of AppendChained, so that it needs to
-// remember no tails. build must not call the store.
+// lose a race: build runs outside the store's lock, on the tail as it was,
+// and when another writer extended the chain meanwhile, it runs again on
+// the new tail. The lock is held only to read the tail's entry and to
+// append, not while the entry is encoded and the tail hashed, which writers
+// of other chains would wait for. An in-process writer (the record book)
+// uses it instead of AppendChained, so that it needs to remember no tails.
+// build must not call the store, and may run more than once.
 func (m *Memory) Extend(log string, ttl time.Duration, build func(tail string) (entry []byte, attach []KV)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	e := m.live(log, now)
-	if e != nil && e.kind != kindChain {
-		return ErrWrongKind
+	for {
+		m.mu.Lock()
+		e := m.live(log, m.now())
+		if e != nil && e.kind != kindChain {
+			m.mu.Unlock()
+			return ErrWrongKind
+		}
+		var n int
+		var last []byte
+		if e != nil && len(e.log) > 0 {
+			n, last = len(e.log), e.log[len(e.log)-1]
+		}
+		m.mu.Unlock()
+
+		tail := "" // entries are never changed once appended: last may be read unlocked
+		if n > 0 {
+			tail = ChainTail(int64(n), last)
+		}
+		entry, attach := build(tail)
+
+		m.mu.Lock()
+		now := m.now()
+		cur := m.live(log, now)
+		if cur != e || (cur != nil && len(cur.log) != n) {
+			m.mu.Unlock()
+			continue // extended, evicted or expired meanwhile: build on what is there now
+		}
+		_, err := m.extend(now, cur, Link{Log: log, Seq: int64(n) + 1, Entry: entry, Attach: attach}, true, ttl)
+		m.mu.Unlock()
+		return err
 	}
-	l := Link{Log: log, Seq: 1}
-	if e != nil {
-		l.Seq = int64(len(e.log)) + 1
-	}
-	l.Entry, l.Attach = build(e.tail())
-	_, err := m.extend(now, e, l, true, ttl)
-	return err
 }
 
 // extend writes l's attached values to the chain e (nil: not there yet),

@@ -160,3 +160,45 @@ func TestMemoryExtendConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryExtendRebuilds: an entry is built outside the store's lock, so
+// a writer that extends the chain meanwhile makes Extend build it again, on
+// the new tail, and the chain holds both, each on the tail before it.
+func TestMemoryExtendRebuilds(t *testing.T) {
+	t.Parallel()
+	m := state.NewMemory(config.Memory{})
+	defer m.Close()
+	const log = "{t}:chain"
+	if err := m.Extend(log, time.Hour, func(tail string) ([]byte, []state.KV) { return entryOn(tail, "e1"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	var tails []string
+	err := m.Extend(log, time.Hour, func(tail string) ([]byte, []state.KV) {
+		tails = append(tails, tail)
+		if len(tails) == 1 {
+			// Another writer gets in while this entry is being built.
+			if err := m.Extend(log, time.Hour, func(tail string) ([]byte, []state.KV) { return entryOn(tail, "other"), nil }); err != nil {
+				t.Error(err)
+			}
+		}
+		return entryOn(tail, "mine"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.ReadChain(t.Context(), log)
+	if err != nil || len(c.Entries) != 3 {
+		t.Fatalf("chain %q, %v; want e1, other, mine", c.Entries, err)
+	}
+	if len(tails) != 2 || tails[0] != state.ChainTail(1, c.Entries[0]) || tails[1] != state.ChainTail(2, c.Entries[1]) {
+		t.Errorf("built on %q; want the tail of e1, then of the other writer's entry", tails)
+	}
+	for i, want := range []string{"e1@", "other@", "mine@"} {
+		if !strings.HasPrefix(string(c.Entries[i]), want) {
+			t.Errorf("entry %d is %q, want %s…", i+1, c.Entries[i], want)
+		}
+	}
+	if want := state.ChainTail(2, c.Entries[1]); !strings.HasSuffix(string(c.Entries[2]), "@"+want) {
+		t.Errorf("the last entry %q was not built on the other writer's", c.Entries[2])
+	}
+}

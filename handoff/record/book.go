@@ -30,11 +30,11 @@ type Store interface {
 
 // InProcess is implemented by a store whose operations never leave the
 // process (state.Memory), when InProcess reports true. A Book writes to such
-// a store with Extend, which builds each entry on the chain's tail under the
-// store's lock, so that no link loses a race and the Book keeps no tails;
-// and it writes records none of whose writes are queued from the writer's
-// goroutine: batching them through the flusher would share no round trip
-// and only add two goroutine switches.
+// a store with Extend, which builds each entry on the chain's tail and
+// builds it again should the chain move meanwhile, so that the Book keeps
+// no tails; and it writes records none of whose writes are queued from the
+// writer's goroutine: batching them through the flusher would share no
+// round trip and only add two goroutine switches.
 type InProcess interface {
 	InProcess() bool
 	Extend(log string, ttl time.Duration, build func(tail string) (entry []byte, attach []state.KV)) error
@@ -302,7 +302,7 @@ func (b *Book) lost(recs []*Record, err error) {
 
 // write appends every record to its chain in one round trip, then relinks
 // the ones that lost a race with another writer of the same trace; to an
-// in-process store it extends each chain under the store's lock instead.
+// in-process store it extends each chain instead (state.Memory.Extend).
 func (b *Book) write(ctx context.Context, recs []*Record) error {
 	if b.store == nil {
 		return nil
