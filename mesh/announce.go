@@ -124,6 +124,7 @@ func (a *Announcer) Answered(rec *record.Record) {
 	if rec == nil || rec.TraceID == "" || rec.To == "" {
 		return
 	}
+	now := time.Now().UTC() // read before the lock, which every answered handoff takes
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	list := a.recent[rec.To]
@@ -135,16 +136,22 @@ func (a *Announcer) Answered(rec *record.Record) {
 		return // bounded: peers are configured, but a broadcast may name many
 	}
 	// Shifted in place (readers copy the list under the lock): a full
-	// list takes no allocation, a new one one of its full size.
+	// list takes no allocation, a new one one of its full size, and the
+	// map is written only while the list grows.
+	grown := true
 	switch {
 	case list == nil:
 		list = make([]RecentTrace, 1, recentTraces)
 	case len(list) < recentTraces:
 		list = append(list, RecentTrace{})
+	default:
+		grown = false
 	}
 	copy(list[1:], list)
-	list[0] = RecentTrace{TraceID: rec.TraceID, State: string(rec.State), At: time.Now().UTC()}
-	a.recent[rec.To] = list
+	list[0] = RecentTrace{TraceID: rec.TraceID, State: string(rec.State), At: now}
+	if grown {
+		a.recent[rec.To] = list
+	}
 }
 
 // served is how many requests the Baton has served (Options.Served), or
