@@ -49,26 +49,29 @@ func (h *harness) startProfiles(ctx context.Context, ep *endpoint, label string,
 			continue
 		}
 		base := filepath.Join(h.o.profileDir, label+"-"+in.name)
-		cpu := &profiling{path: base + ".pprof", done: make(chan error, 1)}
-		url := "http://" + in.pprof + "/debug/pprof/profile?seconds=" + strconv.Itoa(secs)
-		go func() { cpu.done <- fetchProfile(ctx, url, cpu.path, time.Duration(secs)*time.Second) }()
-		out = append(out, cpu)
+		out = append(out, takeProfile(ctx, in.pprof, "profile", secs, 0, base+".pprof"))
 		if secs > traceSecs {
-			tr := &profiling{path: base + ".trace", done: make(chan error, 1)}
-			turl := "http://" + in.pprof + "/debug/pprof/trace?seconds=" + strconv.Itoa(traceSecs)
 			wait := time.Duration(secs-traceSecs) * time.Second / 2
-			go func() {
-				select {
-				case <-time.After(wait):
-					tr.done <- fetchProfile(ctx, turl, tr.path, traceSecs*time.Second)
-				case <-ctx.Done():
-					tr.done <- ctx.Err()
-				}
-			}()
-			out = append(out, tr)
+			out = append(out, takeProfile(ctx, in.pprof, "trace", traceSecs, wait, base+".trace"))
 		}
 	}
 	return out
+}
+
+// takeProfile GETs /debug/pprof/<kind>?seconds=secs from addr after wait,
+// into path, in the background.
+func takeProfile(ctx context.Context, addr, kind string, secs int, wait time.Duration, path string) *profiling {
+	p := &profiling{path: path, done: make(chan error, 1)}
+	url := "http://" + addr + "/debug/pprof/" + kind + "?seconds=" + strconv.Itoa(secs)
+	go func() {
+		select {
+		case <-time.After(wait):
+			p.done <- fetchProfile(ctx, url, path, time.Duration(secs)*time.Second)
+		case <-ctx.Done():
+			p.done <- ctx.Err()
+		}
+	}()
+	return p
 }
 
 // fetchProfile GETs a CPU profile or a trace and writes it to path.

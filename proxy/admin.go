@@ -12,8 +12,8 @@ import (
 )
 
 // adminRouter serves the admin listener: /healthz (the process is up),
-// /readyz (the listeners are up and the store answers), /metrics, the
-// capabilities' routes, and with profiling on /debug/pprof/.
+// /readyz (the listeners are up and the store answers), /metrics, and the
+// capabilities' routes (with profiling on, /debug/pprof/ among them).
 func (s *Server) adminRouter() http.Handler {
 	r := chi.NewRouter()
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -24,7 +24,6 @@ func (s *Server) adminRouter() http.Handler {
 		s.plug.Admin(r) // the capabilities' routes (sidecar/routes.go)
 	}
 	s.metricsRoute(r)
-	s.profilingRoutes(r) // admin_profiling.go
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, problem.NotFound, "no admin endpoint "+r.URL.Path)
 	})

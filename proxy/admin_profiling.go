@@ -10,46 +10,37 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/batonproxy/baton/problem"
-	"github.com/batonproxy/baton/records"
 )
 
-// profilingRoutes serves the Go runtime's profiles on the admin listener
-// when the configuration turns profiling on, as Envoy's admin interface
-// and Dapr's profiling port do: GET /debug/pprof/ lists them, and
+// ProfilingRoutes serves the Go runtime's profiles, for the admin
+// listener when the configuration turns profiling on (sidecar/routes.go
+// mounts them behind the admin token, as Envoy's admin interface and
+// Dapr's profiling port offer them): GET /debug/pprof/ lists them, and
 // /debug/pprof/profile?seconds=N (CPU), /debug/pprof/trace?seconds=N (the
 // execution trace), /debug/pprof/heap, /allocs, /goroutine, /block,
 // /mutex, /threadcreate, /cmdline and /symbol serve them in the formats `go
-// tool pprof` and `go tool trace` read. The admin token, when set, guards
-// them as it guards the records: a profile shows what the process holds.
-// Importing net/http/pprof also registers these handlers on
-// http.DefaultServeMux, which no Baton listener serves.
-func (s *Server) profilingRoutes(r chi.Router) {
-	if !s.cfg.Profiling {
-		return
-	}
-	r.Group(func(r chi.Router) {
-		if s.cfg.AdminToken != "" {
-			r.Use(records.AdminToken(s.cfg.AdminToken))
+// tool pprof` and `go tool trace` read. Importing net/http/pprof also
+// registers these handlers on http.DefaultServeMux, which no Baton
+// listener serves.
+func ProfilingRoutes(r chi.Router) {
+	// pprof.Index serves a named profile by the path's last element
+	// under /debug/pprof/, which a chi route leaves in r.URL.Path.
+	r.Get("/debug/pprof/", pprof.Index)
+	r.Get("/debug/pprof/cmdline", pprof.Cmdline)
+	r.Get("/debug/pprof/profile", pprofProblems(pprof.Profile, "CPU profile"))
+	r.Get("/debug/pprof/symbol", pprof.Symbol)
+	r.Post("/debug/pprof/symbol", pprof.Symbol)
+	r.Get("/debug/pprof/trace", pprofProblems(pprof.Trace, "execution trace"))
+	r.Get("/debug/pprof/{profile}", func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "profile")
+		if rpprof.Lookup(name) == nil {
+			problem.Write(w, r, problem.NotFound, "no profile "+name+": /debug/pprof/ lists this process's profiles")
+			return
 		}
-		// pprof.Index serves a named profile by the path's last element
-		// under /debug/pprof/, which a chi route leaves in r.URL.Path.
-		r.Get("/debug/pprof/", pprof.Index)
-		r.Get("/debug/pprof/cmdline", pprof.Cmdline)
-		r.Get("/debug/pprof/profile", pprofProblems(pprof.Profile, "CPU profile"))
-		r.Get("/debug/pprof/symbol", pprof.Symbol)
-		r.Post("/debug/pprof/symbol", pprof.Symbol)
-		r.Get("/debug/pprof/trace", pprofProblems(pprof.Trace, "execution trace"))
-		r.Get("/debug/pprof/{profile}", func(w http.ResponseWriter, r *http.Request) {
-			name := chi.URLParam(r, "profile")
-			if rpprof.Lookup(name) == nil {
-				problem.Write(w, r, problem.NotFound, "no profile "+name+": /debug/pprof/ lists this process's profiles")
-				return
-			}
-			pprofProblems(pprof.Index, "")(w, r)
-		})
-		r.Get("/debug/pprof", func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, "/debug/pprof/", http.StatusMovedPermanently)
-		})
+		pprofProblems(pprof.Index, "")(w, r)
+	})
+	r.Get("/debug/pprof", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/debug/pprof/", http.StatusMovedPermanently)
 	})
 }
 

@@ -238,3 +238,27 @@ func boundSocket(t *testing.T) (int, string) {
 }
 
 func httptestServer(h http.Handler) *httptest.Server { return httptest.NewServer(h) }
+
+// adminGetAs sends GET path to a Baton's admin listener, with auth as the
+// Authorization header when set, and returns the answer read whole.
+func adminGetAs(t *testing.T, b *baton, path, auth string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("GET", "http://"+b.AdminAddr()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, body
+}

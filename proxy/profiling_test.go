@@ -13,30 +13,6 @@ import (
 	"github.com/batonproxy/baton/problem"
 )
 
-// profilingGet sends GET path to a Baton's admin listener, with auth as the
-// Authorization header when set, and returns the answer read whole.
-func profilingGet(t *testing.T, b *baton, path, auth string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest("GET", "http://"+b.AdminAddr()+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return resp, body
-}
-
 // TestProfiling serves the runtime's profiles on the admin listener when
 // profiling is on, behind the admin token, in the formats go tool pprof and
 // go tool trace read; and nothing under /debug/pprof/ when it is off.
@@ -47,7 +23,7 @@ func TestProfiling(t *testing.T) {
 
 	t.Run("the token guards every profile", func(t *testing.T) {
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1", "/debug/pprof/cmdline"} {
-			resp, _ := profilingGet(t, b, path, "")
+			resp, _ := adminGetAs(t, b, path, "")
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("%s without the token: status %d, want 401", path, resp.StatusCode)
 			}
@@ -55,30 +31,30 @@ func TestProfiling(t *testing.T) {
 				t.Errorf("%s: problem type %q", path, p.Type)
 			}
 		}
-		if resp, _ := profilingGet(t, b, "/debug/pprof/", "Bearer wrong"); resp.StatusCode != http.StatusUnauthorized {
+		if resp, _ := adminGetAs(t, b, "/debug/pprof/", "Bearer wrong"); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("a wrong token: status %d, want 401", resp.StatusCode)
 		}
 	})
 	t.Run("index", func(t *testing.T) {
-		resp, body := profilingGet(t, b, "/debug/pprof/", bearer)
+		resp, body := adminGetAs(t, b, "/debug/pprof/", bearer)
 		if resp.StatusCode != 200 || !bytes.Contains(body, []byte("goroutine")) || !bytes.Contains(body, []byte("heap")) {
 			t.Fatalf("index: status %d, body %.300s", resp.StatusCode, body)
 		}
 	})
 	t.Run("heap as text", func(t *testing.T) {
-		resp, body := profilingGet(t, b, "/debug/pprof/heap?debug=1", bearer)
+		resp, body := adminGetAs(t, b, "/debug/pprof/heap?debug=1", bearer)
 		if resp.StatusCode != 200 || !bytes.HasPrefix(body, []byte("heap profile:")) {
 			t.Fatalf("heap: status %d, body %.200s", resp.StatusCode, body)
 		}
 	})
 	t.Run("goroutines name Baton's own", func(t *testing.T) {
-		resp, body := profilingGet(t, b, "/debug/pprof/goroutine?debug=2", bearer)
+		resp, body := adminGetAs(t, b, "/debug/pprof/goroutine?debug=2", bearer)
 		if resp.StatusCode != 200 || !bytes.Contains(body, []byte("github.com/batonproxy/baton/")) {
 			t.Fatalf("goroutine: status %d, body %.200s", resp.StatusCode, body)
 		}
 	})
 	t.Run("cpu profile", func(t *testing.T) {
-		resp, body := profilingGet(t, b, "/debug/pprof/profile?seconds=1", bearer)
+		resp, body := adminGetAs(t, b, "/debug/pprof/profile?seconds=1", bearer)
 		if resp.StatusCode != 200 {
 			t.Fatalf("profile: status %d, body %.200s", resp.StatusCode, body)
 		}
@@ -96,7 +72,7 @@ func TestProfiling(t *testing.T) {
 		}
 	})
 	t.Run("execution trace", func(t *testing.T) {
-		resp, body := profilingGet(t, b, "/debug/pprof/trace?seconds=0.2", bearer)
+		resp, body := adminGetAs(t, b, "/debug/pprof/trace?seconds=0.2", bearer)
 		if resp.StatusCode != 200 || !bytes.HasPrefix(body, []byte("go 1.")) {
 			t.Fatalf("trace: status %d, body starts %q", resp.StatusCode, body[:min(len(body), 16)])
 		}
@@ -107,12 +83,12 @@ func TestProfiling(t *testing.T) {
 		if err := rpprof.StartCPUProfile(io.Discard); err != nil {
 			t.Fatalf("holding the CPU profiler: %v", err)
 		}
-		resp, _ := profilingGet(t, b, "/debug/pprof/profile?seconds=1", bearer)
+		resp, _ := adminGetAs(t, b, "/debug/pprof/profile?seconds=1", bearer)
 		rpprof.StopCPUProfile()
 		if err := trace.Start(io.Discard); err != nil {
 			t.Fatalf("holding the tracer: %v", err)
 		}
-		tresp, _ := profilingGet(t, b, "/debug/pprof/trace?seconds=1", bearer)
+		tresp, _ := adminGetAs(t, b, "/debug/pprof/trace?seconds=1", bearer)
 		trace.Stop()
 		for _, c := range []struct {
 			resp *http.Response
@@ -129,13 +105,23 @@ func TestProfiling(t *testing.T) {
 			}
 		}
 	})
-	t.Run("a malformed parameter", func(t *testing.T) {
-		resp, _ := profilingGet(t, b, "/debug/pprof/heap?seconds=soon", bearer)
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Fatalf("status %d, want 400", resp.StatusCode)
-		}
-		if p := readProblem(t, resp); p.Type != problem.BadRequest.Type() || !strings.Contains(p.Detail, "seconds") {
-			t.Errorf("problem %+v", p)
+	t.Run("refusals", func(t *testing.T) {
+		for _, c := range []struct {
+			path   string
+			status int
+			class  problem.Class
+			detail string
+		}{
+			{"/debug/pprof/heap?seconds=soon", http.StatusBadRequest, problem.BadRequest, "seconds"},
+			{"/debug/pprof/nosuch", http.StatusNotFound, problem.NotFound, "nosuch"},
+		} {
+			resp, _ := adminGetAs(t, b, c.path, bearer)
+			if resp.StatusCode != c.status {
+				t.Fatalf("%s: status %d, want %d", c.path, resp.StatusCode, c.status)
+			}
+			if p := readProblem(t, resp); p.Type != c.class.Type() || !strings.Contains(p.Detail, c.detail) {
+				t.Errorf("%s: problem %+v", c.path, p)
+			}
 		}
 	})
 	t.Run("the index without its slash", func(t *testing.T) {
@@ -151,19 +137,9 @@ func TestProfiling(t *testing.T) {
 			t.Errorf("status %d, Location %q; want 301 to /debug/pprof/", resp.StatusCode, resp.Header.Get("Location"))
 		}
 	})
-	t.Run("an unknown profile", func(t *testing.T) {
-		resp, _ := profilingGet(t, b, "/debug/pprof/nosuch", bearer)
-		if resp.StatusCode != http.StatusNotFound {
-			t.Fatalf("status %d, want 404", resp.StatusCode)
-		}
-		if p := readProblem(t, resp); p.Type != problem.NotFound.Type() || !strings.Contains(p.Detail, "nosuch") {
-			t.Errorf("problem %+v", p)
-		}
-	})
-
 	t.Run("without a token, on loopback", func(t *testing.T) {
 		open := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\nprofiling: true\n", nil)
-		resp, body := profilingGet(t, open, "/debug/pprof/heap?debug=1", "")
+		resp, body := adminGetAs(t, open, "/debug/pprof/heap?debug=1", "")
 		if resp.StatusCode != 200 || !bytes.HasPrefix(body, []byte("heap profile:")) {
 			t.Fatalf("heap: status %d, body %.200s", resp.StatusCode, body)
 		}
@@ -171,7 +147,7 @@ func TestProfiling(t *testing.T) {
 	t.Run("off by default", func(t *testing.T) {
 		off := startBaton(t, "agent: analyst\nupstream: http://127.0.0.1:1\n", nil)
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/profile?seconds=1", "/debug/pprof/heap"} {
-			resp, _ := profilingGet(t, off, path, "")
+			resp, _ := adminGetAs(t, off, path, "")
 			if resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("%s with profiling off: status %d, want 404", path, resp.StatusCode)
 			}

@@ -216,26 +216,9 @@ func TestTrustAdminToken(t *testing.T) {
 	if resp := sendHandoff(t, a.EgressAddr(), "summarizer", traceparent); resp.StatusCode != 200 {
 		t.Fatalf("handoff: status %d", resp.StatusCode)
 	}
-	get := func(t *testing.T, path, auth string) *http.Response {
-		t.Helper()
-		req, err := http.NewRequest("GET", "http://"+b.AdminAddr()+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
-	}
 	// The receipt is written off the request path: wait for it, with the token.
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		resp := get(t, "/v1/traces/"+traceID, "Bearer "+token)
-		resp.Body.Close()
+		resp, _ := adminGetAs(t, b, "/v1/traces/"+traceID, "Bearer "+token)
 		if resp.StatusCode == 200 {
 			break
 		}
@@ -266,7 +249,7 @@ func TestTrustAdminToken(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			resp := get(t, tc.path, tc.auth)
+			resp, _ := adminGetAs(t, b, tc.path, tc.auth)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
 			}

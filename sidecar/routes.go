@@ -3,20 +3,23 @@ package sidecar
 import (
 	"github.com/go-chi/chi/v5"
 
+	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/records"
 )
 
 // adminRoutes lists every route of the admin listener beside what the
 // request path serves itself (GET /healthz, GET /readyz and GET /metrics,
-// and /debug/pprof/ with profiling on, in package proxy), with the package
-// that serves it. The admin token, when set, guards the first group; the
-// approvals and the console authenticate on their own (approvers, and a
-// console session).
-func (b *Baton) adminRoutes(adminToken, agent string) func(chi.Router) {
+// in package proxy), with the package that serves it. The admin token, when
+// set, guards the first group; the approvals and the console authenticate
+// on their own (approvers, and a console session).
+func (b *Baton) adminRoutes(adminToken, agent string, profiling bool) func(chi.Router) {
 	return func(r chi.Router) {
 		r.Group(func(r chi.Router) {
 			if adminToken != "" {
 				r.Use(records.AdminToken(adminToken))
+			}
+			if profiling {
+				proxy.ProfilingRoutes(r) // proxy: /debug/pprof/
 			}
 			r.Get("/v1/traces/{trace_id}", b.Records.Trace)                    // records
 			r.Get("/v1/records/{id}", b.Records.Record)                        // records

@@ -204,7 +204,7 @@ func (b *Baton) plug(p *proxy.Parts) (proxy.Plugins, error) {
 		pl.TLSIntercept = b.TLSIntercept
 	}
 
-	pl.Admin = b.adminRoutes(c.AdminToken, c.Agent)
+	pl.Admin = b.adminRoutes(c.AdminToken, c.Agent, c.Profiling)
 	return pl, nil
 }
 
