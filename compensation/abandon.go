@@ -111,10 +111,9 @@ func (cr *Compensator) Abandon(ctx context.Context, traceID, reason, by string) 
 	if err := cr.o.Store.IndexAdd(ctx, abandonPending, traceID, float64(time.Now().UnixMilli()), ttl); err != nil {
 		return nil, err
 	}
-	select {
-	case cr.kick <- struct{}{}:
-	default:
-	}
+	// Its steps run once its records have settled (advance), on the tick
+	// after that or at once.
+	time.AfterFunc(recordsSettle, cr.wake)
 	return cr.Abandonment(ctx, traceID)
 }
 
@@ -270,6 +269,18 @@ func (cr *Compensator) advanceAbandoned(ctx context.Context) {
 // advance runs the trace's next steps this Baton owns, in order, and
 // takes the trace off the pending list once all are settled.
 func (cr *Compensator) advance(ctx context.Context, traceID string) {
+	// Records are written off the request path: until a trace abandoned at
+	// once after it failed has had recordsSettle for the last of them (the
+	// latest handoffs' side effects among them), its steps are not known
+	// in full, and none runs, so that the latest is always undone first.
+	v, err := cr.o.Store.Get(ctx, abandonKey(traceID))
+	if err != nil {
+		return
+	}
+	var m abandonMark
+	if json.Unmarshal(v, &m) == nil && time.Since(m.At) < recordsSettle {
+		return
+	}
 	tr, err := cr.o.Book.Trace(ctx, traceID)
 	if err != nil {
 		return
@@ -290,20 +301,21 @@ func (cr *Compensator) advance(ctx context.Context, traceID string) {
 			return
 		}
 	}
-	// Records are written off the request path: a trace abandoned at once
-	// after it failed stays pending a moment, for the last of them.
-	if v, err := cr.o.Store.Get(ctx, abandonKey(traceID)); err == nil {
-		var m abandonMark
-		if json.Unmarshal(v, &m) == nil && time.Since(m.At) < recordsSettle {
-			return
-		}
-	}
 	_ = cr.o.Store.IndexRemove(ctx, abandonPending, traceID)
 }
 
-// recordsSettle is how long after an abandon its trace's records are read
-// again for steps, however soon all found are settled.
+// recordsSettle is how long after an abandon its trace's steps are first
+// run, and read again however soon all found are settled: the time its
+// last records, written off the request path, surely take to land.
 const recordsSettle = time.Second
+
+// wake runs the abandon loop at once.
+func (cr *Compensator) wake() {
+	select {
+	case cr.kick <- struct{}{}:
+	default:
+	}
+}
 
 // runStep claims a step and sends its compensation; false when the step is
 // not settled (another replica holds it, or the store failed).

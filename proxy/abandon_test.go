@@ -453,3 +453,67 @@ func TestAbandonGatedCompensation(t *testing.T) {
 		t.Fatalf("b discarded %d drafts, want 1", len(b.undone))
 	}
 }
+
+// TestAbandonAtOnce abandons a failed chain a → b (books) → c (charges) →
+// d (down) the moment its answer is back, as a script that gives up on
+// failure does, when the latest handoffs' side effects may not be written
+// yet (records are written off the request path): the charge is still
+// refunded before the booking is cancelled, in every trace.
+func TestAbandonAtOnce(t *testing.T) {
+	t.Parallel()
+	store := sharedStore(t)
+	var seq atomic.Int64
+	var down atomic.Bool
+	down.Store(true)
+	d := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &down, seq: &seq}
+	c := &sagaAgent{effect: "charge", work: "/charge", undo: "/refund", next: "d", nextPath: "/ship", seq: &seq}
+	b := &sagaAgent{effect: "booking", work: "/book", undo: "/cancel", next: "c", nextPath: "/charge", seq: &seq}
+	start := func(name string, a *sagaAgent, yaml string) *baton {
+		srv := httptest.NewServer(a)
+		t.Cleanup(srv.Close)
+		bt := startBatonWith(t, "agent: "+name+"\nupstream: "+srv.URL+"\n"+yaml, store(), nil)
+		a.egress = bt.EgressAddr()
+		return bt
+	}
+	dB := start("d", d, "")
+	cB := start("c", c, peerYAML(map[string]string{"d": dB.IngressAddr()})+"retry: {attempts: 1}\n")
+	bB := start("b", b, peerYAML(map[string]string{"c": cB.IngressAddr()})+
+		`edges: [{from: a}, {to: c, side_effects: [{name: charge, compensate: {path: /refund}}]}]`+"\n")
+	aB := startBatonWith(t, "agent: a\nupstream: http://127.0.0.1:1\n"+peerYAML(map[string]string{"b": bB.IngressAddr()})+
+		`edges: [{to: b, side_effects: [{name: booking, compensate: {path: /cancel}}]}]`+"\n", store(), nil)
+
+	for i := range 3 {
+		trace := fmt.Sprintf("%032x", 0xab0000+i)
+		resp := send(t, aB.EgressAddr(), "b", http.MethodPost, "/book", `{"trip":"LIS-NYC"}`,
+			http.Header{"Content-Type": {"application/json"}, "Traceparent": {"00-" + trace + "-b7ad6b7169203331-01"}})
+		if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Baton-Dead-Letter") == "" {
+			t.Fatalf("trace %d: the chain answered %d without a dead letter", i, resp.StatusCode)
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+aB.AdminAddr()+"/v1/traces/"+trace+"/abandon?wait=20s", nil)
+		ar, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a compensation.Abandonment
+		raw, _ := io.ReadAll(ar.Body)
+		ar.Body.Close()
+		if err := json.Unmarshal(raw, &a); err != nil || ar.StatusCode != http.StatusOK {
+			t.Fatalf("trace %d: abandon answered %d: %s", i, ar.StatusCode, raw)
+		}
+		if !a.Settled || len(a.Steps) != 2 || a.Steps[0].Effect != "charge" || a.Steps[1].Effect != "booking" ||
+			a.Steps[0].State != "undone" || a.Steps[1].State != "undone" {
+			t.Fatalf("trace %d: %+v; want settled, the charge undone, then the booking", i, a)
+		}
+		c.mu.Lock()
+		b.mu.Lock()
+		refunds, cancels := append([]int64(nil), c.undoneAt...), append([]int64(nil), b.undoneAt...)
+		b.mu.Unlock()
+		c.mu.Unlock()
+		if len(refunds) != i+1 || len(cancels) != i+1 {
+			t.Fatalf("trace %d: %d refunds, %d cancellations; want one of each per trace", i, len(refunds), len(cancels))
+		}
+		if refunds[i] > cancels[i] {
+			t.Fatalf("trace %d: the booking was cancelled before the charge was refunded", i)
+		}
+	}
+}
