@@ -346,11 +346,11 @@ func TestModelCallsChainBudget(t *testing.T) {
 	// Resumed in a trace of its own, as a client that traces nothing
 	// re-sends: the same chain, its count and its raised budget.
 	tp2, trace2 := newTraceparent(t)
-	before := storeOps(t, b.AdminAddr())
+	before, began := storeOps(t, b.AdminAddr()), time.Now()
 	if resp := sendTask(t, b, tp2, "runaway-1", ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the resumed task: %d (%s)", resp.StatusCode, agent.lastError())
 	}
-	after := storeOps(t, b.AdminAddr())
+	after, took := storeOps(t, b.AdminAddr()), time.Since(began)
 	if n, billed := m.calls.Load(), m.billed.Load(); n != 8 || billed != 8*300 {
 		t.Fatalf("the model answered %d calls (%d tokens), want 8: the first four answered from the journal", n, billed)
 	}
@@ -370,10 +370,14 @@ func TestModelCallsChainBudget(t *testing.T) {
 	// calls that went out read the chain's count once, and its spend rode
 	// on the journal's append of its answer; no counter write of its own
 	// (the one index_incr at most is the hour's index of costly chains,
-	// written once the handling has ended).
+	// written once the handling has ended). Beside the run, the abandon
+	// loop reads its list of pending traces every half second: one
+	// index_range each time, however slow the machine.
+	ticks := float64(took/(500*time.Millisecond) + 1)
 	if r, a, i := after("index_range")-before("index_range"), after("append_counting")-before("append_counting"),
-		after("index_incr")-before("index_incr"); r != 4 || a != 4 || i > 1 {
-		t.Fatalf("store calls of the resumed run: %v index_range, %v append_counting, %v index_incr; want 4, 4 and at most 1", r, a, i)
+		after("index_incr")-before("index_incr"); r < 4 || r > 4+ticks || a != 4 || i > 1 {
+		t.Fatalf("store calls of the resumed run (%v): %v index_range, %v append_counting, %v index_incr; want 4 (and %v of the abandon loop's at most), 4 and at most 1",
+			took, r, a, i, ticks)
 	}
 }
 
