@@ -18,12 +18,34 @@ import (
 // collector took two thirds of Baton's CPU, 9 ms a stream instead of 3.
 const workingSet = 2 << 30
 
+// gcPercent is the collector's target (GOGC) for baton serve when GOGC is
+// not set. main sets 400 for every command: a proxy's heap is mostly
+// short-lived buffers, and fewer, larger collections cost less. A Baton
+// whose in-memory store keeps its handoff records (records on, no Redis: the
+// defaults) also holds up to store.memory.max_bytes of records and
+// checkpoints for their retention, and at 400 its heap grows to five times
+// what is live (440 MiB resident at the 64 MiB default under load) for no
+// less CPU per request: the collector marks the store's values (byte
+// slices) without scanning them, and the larger heap costs the caches more
+// than the extra collections cost. `go run ./bench -rows baton-1hop` with
+// GOGC=100 against 400, three alternating pairs: 2.39–2.50 against
+// 2.59–2.69 of the agent's CPU per request, 190 against 440 MiB at peak;
+// baton-2hop likewise. So then it is the runtime's default, 100. Without
+// records the store holds little for long, and 400 stays (baton-1hop-core:
+// 2.25–2.41 of the agent's CPU at 400, 2.36–2.49 at 100).
+func gcPercent(c *config.Config) int {
+	if c.Store.Redis == nil && c.RecordsOn() {
+		return 100
+	}
+	return 400
+}
+
 // memoryLimit is the Go runtime's soft memory limit when GOMEMLIMIT is not
 // set. In a container with a memory limit (containerMax > 0) it is 90% of
 // that limit, so that the collector works harder before the kernel's OOM
 // killer would act, and not before. Elsewhere it is room for the in-memory
-// store's bound twice over (GOGC is raised in main, so without a limit the
-// heap could grow to five times what is live) plus the working set.
+// store's bound twice over (what GOGC 100 lets the heap grow to over the
+// records it keeps, gcPercent) plus the working set.
 //
 // A limit below what is live makes the collector run all the time (up to
 // half the CPU), which is why it is never set from the store's bound alone.

@@ -28,6 +28,23 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+func TestGCPercent(t *testing.T) {
+	off := false
+	for _, c := range []struct {
+		name string
+		cfg  *config.Config
+		want int
+	}{
+		{"records in the in-memory store (the defaults)", &config.Config{}, 100},
+		{"the in-memory store without records", &config.Config{Records: config.Records{Enabled: &off}}, 400},
+		{"records in Redis", &config.Config{Store: config.Store{Redis: &config.Redis{}}}, 400},
+	} {
+		if got := gcPercent(c.cfg); got != c.want {
+			t.Errorf("%s: GOGC %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
 func TestContainerMemoryMax(t *testing.T) {
 	write := func(t *testing.T, dir, name, body string) {
 		t.Helper()

@@ -104,6 +104,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, env func(string
 	logOut := newLogWriter(stderr, logFlushInterval)
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.LogLevel)
+	if env("GOGC") == "" {
+		debug.SetGCPercent(gcPercent(cfg))
+	}
 	if env("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit(cfg, containerMemoryMax("/sys/fs/cgroup")))
 	}
