@@ -273,13 +273,17 @@ func (cr *Compensator) advance(ctx context.Context, traceID string) {
 	// once after it failed has had recordsSettle for the last of them (the
 	// latest handoffs' side effects among them), its steps are not known
 	// in full, and none runs, so that the latest is always undone first.
+	// (A mark the store no longer holds cannot say when: the steps run.)
 	v, err := cr.o.Store.Get(ctx, abandonKey(traceID))
-	if err != nil {
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+	case err != nil:
 		return
-	}
-	var m abandonMark
-	if json.Unmarshal(v, &m) == nil && time.Since(m.At) < recordsSettle {
-		return
+	default:
+		var m abandonMark
+		if json.Unmarshal(v, &m) == nil && time.Since(m.At) < recordsSettle {
+			return
+		}
 	}
 	tr, err := cr.o.Book.Trace(ctx, traceID)
 	if err != nil {
