@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/batonproxy/baton/compensation"
+	"github.com/batonproxy/baton/proxy"
 	"github.com/batonproxy/baton/records"
 	"github.com/batonproxy/baton/state"
 )
@@ -87,6 +88,17 @@ func (a *sagaAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"%s_id":"%s-%d"}`, a.effect, a.effect[:2], n)
 }
 
+// sagaNode starts agent a, named name, behind a Baton configured by yaml
+// (agent and upstream added) on store, and points a at its egress.
+func sagaNode(t *testing.T, name string, a *sagaAgent, yaml string, store state.Store, opts func(*proxy.Options)) *baton {
+	t.Helper()
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	bt := startBatonWith(t, "agent: "+name+"\nupstream: "+srv.URL+"\n"+yaml, store, opts)
+	a.egress = bt.EgressAddr()
+	return bt
+}
+
 // TestAbandonCompensatesInReverse is a chain on one Redis: a → b (books)
 // → c (charges) → d, which fails and is dead-lettered at c's Baton. The
 // trace is abandoned at a's Baton twice at once: b's Baton refunds c's
@@ -105,11 +117,7 @@ func TestAbandonCompensatesInReverse(t *testing.T) {
 	c := &sagaAgent{effect: "charge", work: "/charge", undo: "/refund", next: "d", nextPath: "/ship", failUndo: 1, seq: &seq}
 	b := &sagaAgent{effect: "booking", work: "/book", undo: "/cancel", next: "c", nextPath: "/charge", seq: &seq}
 	start := func(name string, a *sagaAgent, yaml string) *baton {
-		srv := httptest.NewServer(a)
-		t.Cleanup(srv.Close)
-		bt := startBatonWith(t, "agent: "+name+"\nupstream: "+srv.URL+"\n"+yaml, store(), withMetrics(t))
-		a.egress = bt.EgressAddr()
-		return bt
+		return sagaNode(t, name, a, yaml, store(), withMetrics(t))
 	}
 	// Every handoff is signed, compensations included, and each receiver
 	// takes only its sender's key.
@@ -468,13 +476,7 @@ func TestAbandonAtOnce(t *testing.T) {
 	d := &sagaAgent{effect: "shipment", work: "/ship", undo: "/unship", down: &down, seq: &seq}
 	c := &sagaAgent{effect: "charge", work: "/charge", undo: "/refund", next: "d", nextPath: "/ship", seq: &seq}
 	b := &sagaAgent{effect: "booking", work: "/book", undo: "/cancel", next: "c", nextPath: "/charge", seq: &seq}
-	start := func(name string, a *sagaAgent, yaml string) *baton {
-		srv := httptest.NewServer(a)
-		t.Cleanup(srv.Close)
-		bt := startBatonWith(t, "agent: "+name+"\nupstream: "+srv.URL+"\n"+yaml, store(), nil)
-		a.egress = bt.EgressAddr()
-		return bt
-	}
+	start := func(name string, a *sagaAgent, yaml string) *baton { return sagaNode(t, name, a, yaml, store(), nil) }
 	dB := start("d", d, "")
 	cB := start("c", c, peerYAML(map[string]string{"d": dB.IngressAddr()})+"retry: {attempts: 1}\n")
 	bB := start("b", b, peerYAML(map[string]string{"c": cB.IngressAddr()})+
