@@ -63,13 +63,10 @@ type Book struct {
 	// prefetch holds the tails read when a peer's handoff arrived
 	// (prefetch.go).
 	prefetch prefetches
-	queue    chan queued
+	queue    *queue
 	done     chan struct{}
 	linger   time.Duration
 	local    InProcess // the store, when it is in-process
-
-	mu     sync.RWMutex // guards closed against sends on the closed queue
-	closed bool
 
 	failed atomic.Int64
 }
@@ -87,7 +84,7 @@ const (
 // and reads find nothing.
 func NewBook(store Store, retention time.Duration, log *slog.Logger) *Book {
 	b := &Book{store: store, retention: retention, log: log,
-		tails: tailCache{m: map[string]cachedTail{}, maxAge: retention / 2}, queue: make(chan queued, queueSize), done: make(chan struct{}),
+		tails: tailCache{m: map[string]cachedTail{}, maxAge: retention / 2}, queue: newQueue(), done: make(chan struct{}),
 		linger: linger}
 	if ip, ok := store.(InProcess); ok && ip.InProcess() {
 		b.local = ip
@@ -123,17 +120,13 @@ func (b *Book) Write(ctx context.Context, recs ...*Record) error {
 	for _, r := range recs {
 		r.encodeCheckpoint()
 	}
-	b.mu.RLock()
-	if b.closed || (b.local != nil && !anyQueued(recs)) {
-		b.mu.RUnlock()
+	if b.local != nil && !anyQueued(recs) {
 		return b.writeNow(ctx, recs)
 	}
 	done := make(chan error, len(recs))
-	for _, r := range recs {
-		r.queued = true
-		b.queue <- queued{rec: *r, done: done}
+	if !b.queue.push(done, recs...) { // closed
+		return b.writeNow(ctx, recs)
 	}
-	b.mu.RUnlock()
 	var first error
 	for range recs {
 		select {
@@ -160,14 +153,9 @@ func (b *Book) WriteLater(rec *Record) {
 		return
 	}
 	rec.encodeCheckpoint()
-	b.mu.RLock()
-	if !b.closed {
-		rec.queued = true
-		b.queue <- queued{rec: *rec}
-		b.mu.RUnlock()
+	if b.queue.push(nil, rec) {
 		return
 	}
-	b.mu.RUnlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = b.writeNow(ctx, []*Record{rec})
@@ -196,12 +184,7 @@ func anyQueued(recs []*Record) bool {
 
 // Close flushes what is queued and stops the flusher.
 func (b *Book) Close() {
-	b.mu.Lock()
-	if !b.closed {
-		b.closed = true
-		close(b.queue)
-	}
-	b.mu.Unlock()
+	b.queue.close()
 	<-b.done
 }
 
@@ -213,12 +196,20 @@ const linger = 5 * time.Millisecond
 
 func (b *Book) flusher() {
 	defer close(b.done)
-	items := make([]queued, 0, flushBatch)
+	var items []queued
 	batch := make([]*Record, 0, flushBatch)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	for q := range b.queue {
-		items = b.collect(append(items[:0], q), timer)
+	for {
+		b.queue.wait()
+		var closed bool
+		if items, closed = b.queue.take(items[:0], flushBatch); len(items) == 0 {
+			if closed {
+				return
+			}
+			continue
+		}
+		items = b.collect(items, timer)
 		batch = batch[:0]
 		for i := range items {
 			items[i].rec.waiter = items[i].done // told as soon as it is stored (wasStored)
@@ -233,6 +224,8 @@ func (b *Book) flusher() {
 				w <- err // not stored (a nil error stores every record)
 			}
 		}
+		clear(items) // the records' bytes are not kept until the next batch
+		clear(batch)
 	}
 }
 
@@ -248,42 +241,39 @@ func (b *Book) flush(batch []*Record) error {
 	return b.write(ctx, batch)
 }
 
-// collect adds to items (which holds the batch's first record) what is
+// collect adds to items (what was queued when the batch began) what is
 // queued, up to flushBatch. While no record in the batch has a writer
 // waiting on it, it waits up to the book's linger for more.
 func (b *Book) collect(items []queued, timer *time.Timer) []queued {
-	waited := items[0].done != nil
-	var lingering <-chan time.Time
-	if !waited && b.linger > 0 {
-		timer.Reset(b.linger)
-		defer timer.Stop()
-		lingering = timer.C
+	if b.linger <= 0 || waitedOn(items) {
+		return items
 	}
+	timer.Reset(b.linger)
+	defer timer.Stop()
 	for len(items) < flushBatch {
-		if waited || lingering == nil {
-			select {
-			case q, ok := <-b.queue:
-				if !ok {
-					return items
-				}
-				items = append(items, q)
-			default:
-				return items
-			}
-			continue
-		}
 		select {
-		case q, ok := <-b.queue:
-			if !ok {
-				return items
-			}
-			items = append(items, q)
-			waited = q.done != nil
-		case <-lingering:
-			lingering = nil
+		case <-b.queue.ready:
+		case <-timer.C:
+			items, _ = b.queue.take(items, flushBatch)
+			return items
+		}
+		from := len(items)
+		var closed bool
+		if items, closed = b.queue.take(items, flushBatch); closed || waitedOn(items[from:]) {
+			return items
 		}
 	}
 	return items
+}
+
+// waitedOn reports whether a writer waits on one of items.
+func waitedOn(items []queued) bool {
+	for i := range items {
+		if items[i].done != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // lost logs records the store refused, with what identifies the request, so
