@@ -34,19 +34,25 @@ func moduleRoot(ctx context.Context) (string, error) {
 
 // buildBaton builds ./cmd/baton into dir and returns the binary's path.
 func buildBaton(ctx context.Context, root, dir string) (string, error) {
+	return buildLikeBaton(ctx, root, dir, "./cmd/baton", "baton")
+}
+
+// buildLikeBaton builds the main package at pkg into dir/name as Baton is
+// built.
+func buildLikeBaton(ctx context.Context, root, dir, pkg, name string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	bin := filepath.Join(dir, "baton")
+	bin := filepath.Join(dir, name)
 	// The same build as `make build` and the sidecar's image: static,
 	// trimmed, stripped, the sidecar's tags, so that RSS is measured on what
 	// ships.
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "sidecar", "-ldflags", "-s -w", "-o", bin, "./cmd/baton")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "sidecar", "-ldflags", "-s -w", "-o", bin, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/baton: %w\n%s", err, indent(strings.TrimSpace(out.String()), "    "))
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, indent(strings.TrimSpace(out.String()), "    "))
 	}
 	return bin, nil
 }

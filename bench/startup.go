@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -43,6 +44,7 @@ func runStartup(ctx context.Context, o *options, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
+	floor := h.startupFloor(ctx, o.startup)
 	rows := []*startupRow{{store: "memory"}, {store: "redis"}}
 	var rdb *benchRedis
 	if r, err := openRedis(ctx, benchRedisURL); err != nil {
@@ -101,7 +103,7 @@ func runStartup(ctx context.Context, o *options, stdout, stderr io.Writer) (err 
 			c.stop()
 		}
 	}
-	printStartup(stdout, o.startup, rows)
+	printStartup(stdout, o.startup, append([]*startupRow{floor}, rows...))
 	for _, r := range rows {
 		if r.err != nil {
 			return fmt.Errorf("startup (%s store): %w", r.store, r.err)
@@ -110,8 +112,56 @@ func runStartup(ctx context.Context, o *options, stdout, stderr io.Writer) (err 
 	return ctx.Err()
 }
 
+// startupFloor times n starts of bench/readyfloor, a Go net/http server
+// that answers /readyz and does nothing else, as Baton's are timed: what
+// starting any Go server costs on this machine.
+func (h *harness) startupFloor(ctx context.Context, n int) *startupRow {
+	row := &startupRow{store: "go-floor"}
+	root, err := moduleRoot(ctx)
+	var bin string
+	if err == nil {
+		bin, err = buildLikeBaton(ctx, root, h.dir, "./bench/readyfloor", "readyfloor")
+	}
+	if err != nil {
+		row.skipped = err.Error()
+		return row
+	}
+	h.logf("startup: %d starts of the Go floor", n)
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		addrs, err := freeAddrs(1)
+		if err != nil {
+			row.err = err
+			return row
+		}
+		c, err := h.sup.start(fmt.Sprintf("readyfloor-%d", i), bin, "--listen", addrs[0])
+		if err != nil {
+			row.err = err
+			return row
+		}
+		readyz := "http://" + addrs[0] + "/readyz"
+		at, err := poll(ctx, c, readyPoll, readyTimeout, "readyfloor "+readyz, func() error {
+			if st, err := getStatus(readyz); err != nil || st != http.StatusOK {
+				return fmt.Errorf("%w: %d %v", errNotYet, st, err)
+			}
+			return nil
+		})
+		if err == nil {
+			row.ready = append(row.ready, at.Sub(c.started))
+			if i == n-1 {
+				row.readyKB, _ = rssKiB(c.pid())
+			}
+		}
+		c.stop()
+		if err != nil {
+			row.err = err
+			return row
+		}
+	}
+	return row
+}
+
 func printStartup(w io.Writer, n int, rows []*startupRow) {
-	fmt.Fprintf(w, "baton serve, exec to /readyz 200 (polled every %s), %d starts per store\n\n", readyPoll, n)
+	fmt.Fprintf(w, "baton serve, exec to /readyz 200 (polled every %s), %d starts per store; go-floor is bench/readyfloor, a Go server that does nothing else, started the same way\n\n", readyPoll, n)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "store\tstarts\tmin ms\tp50 ms\tp90 ms\tmax ms\tRSS ready MiB\tRSS idle MiB\t")
 	for _, r := range rows {
@@ -119,9 +169,13 @@ func printStartup(w io.Writer, n int, rows []*startupRow) {
 			continue
 		}
 		s := slices.Sorted(slices.Values(r.ready))
+		idle := "-"
+		if r.idleKB > 0 {
+			idle = mib(r.idleKB)
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", r.store, len(s),
 			ms(s[0]), ms(quantile(s, 0.5)), ms(quantile(s, 0.9)), ms(s[len(s)-1]),
-			mib(r.readyKB), mib(r.idleKB))
+			mib(r.readyKB), idle)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nRSS idle is VmRSS %s after a start was ready (serve trims again 3s after it starts).\n", settleWait)
