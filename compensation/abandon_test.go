@@ -94,6 +94,11 @@ func (g *rig) compensations() []string {
 	return append([]string(nil), g.sent...)
 }
 
+// bookingAgent is a's configuration: its handoffs to b book, and a booking
+// is undone with POST /cancel.
+const bookingAgent = "agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: http://127.0.0.1:2}}\n" +
+	"edges: [{to: b, side_effects: [{name: booking, compensate: {path: /cancel}}]}]\n"
+
 // TestAbandonWaitsForLateRecords: a trace is abandoned while its latest
 // handoff's record (b → c, which charged a card) is not written yet, as
 // when a script gives up the moment a chain fails and the records are
@@ -102,8 +107,7 @@ func (g *rig) compensations() []string {
 // charge that turns up a moment later: the latest is undone first.
 func TestAbandonWaitsForLateRecords(t *testing.T) {
 	g := newRig(t)
-	a := g.start("agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: http://127.0.0.1:2}}\n" +
-		"edges: [{to: b, side_effects: [{name: booking, compensate: {path: /cancel}}]}]\n")
+	a := g.start(bookingAgent)
 	g.start("agent: b\nupstream: http://127.0.0.1:1\npeers: {c: {url: http://127.0.0.1:3}}\n" +
 		"edges: [{to: c, side_effects: [{name: charge, compensate: {path: /refund}}]}]\n")
 
@@ -132,8 +136,7 @@ func TestAbandonWaitsForLateRecords(t *testing.T) {
 // once, and the trace leave the pending list.
 func TestAbandonWithoutItsMark(t *testing.T) {
 	g := newRig(t)
-	a := g.start("agent: a\nupstream: http://127.0.0.1:1\npeers: {b: {url: http://127.0.0.1:2}}\n" +
-		"edges: [{to: b, side_effects: [{name: booking, compensate: {path: /cancel}}]}]\n")
+	a := g.start(bookingAgent)
 	const trace = "0dd0dd000dd0dd000dd0dd000dd0dd00"
 	t0 := time.Now().Add(-time.Second)
 	g.write(trace, "a", "b", record.Delivered, []string{"booking"}, t0)

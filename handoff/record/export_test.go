@@ -10,4 +10,8 @@ func SetLinger(b *Book, d time.Duration) { b.linger = d }
 const QueueSize = queueSize
 
 // Queued is how many records wait for b's flusher.
-func Queued(b *Book) int { return b.queue.length() }
+func Queued(b *Book) int {
+	b.queue.mu.Lock()
+	defer b.queue.mu.Unlock()
+	return b.queue.n
+}

@@ -114,10 +114,3 @@ func (q *queue) signal() {
 	default: // a token is already there
 	}
 }
-
-// length is how many records are waiting.
-func (q *queue) length() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.n
-}

@@ -31,8 +31,8 @@ func TestQueueRing(t *testing.T) {
 	take(3)
 	push(40) // grows while wrapped
 	take(flushBatch)
-	if want != next || q.length() != 0 {
-		t.Fatalf("took %d of %d, %d left", want, next, q.length())
+	if want != next || q.n != 0 {
+		t.Fatalf("took %d of %d, %d left", want, next, q.n)
 	}
 	if len(q.ring) > 64 {
 		t.Errorf("a ring that held at most 49 records grew to %d", len(q.ring))
